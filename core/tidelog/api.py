@@ -1,0 +1,56 @@
+"""What every HTTP handler shares: the resolver, and the one mapping of errors to responses.
+
+Handlers under ``functions/`` build their app with :func:`resolver`, declare routes with
+Powertools' decorators (typed, so requests are validated and the OpenAPI spec is generated from
+the code) and raise :class:`~tidelog.errors.TidelogError` subclasses; the response shape of an
+error is always ``{"error", "error_code", "message", "retriable"}`` with Kafka's error name.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+
+from tidelog.errors import KAFKA_ERRORS, TidelogError
+
+logger = Logger(service="tidelog")
+
+
+def resolver() -> APIGatewayRestResolver:
+    app = APIGatewayRestResolver(enable_validation=True)
+
+    @app.exception_handler(TidelogError)
+    def _tidelog_error(exc: TidelogError) -> Response[str]:
+        if exc.http_status >= 500:
+            logger.exception("request failed", extra={"error": exc.kafka_error.name})
+        return error_response(exc.http_status, exc.to_dict())
+
+    @app.exception_handler(RequestValidationError)
+    def _invalid_request(exc: RequestValidationError) -> Response[str]:
+        problems = "; ".join(_describe(error) for error in exc.errors())
+        invalid = KAFKA_ERRORS["INVALID_REQUEST"]
+        return error_response(
+            400,
+            {
+                "error": invalid.name,
+                "error_code": invalid.code,
+                "message": f"invalid request: {problems}",
+                "retriable": False,
+            },
+        )
+
+    return app
+
+
+def error_response(status: int, body: dict[str, Any]) -> Response[str]:
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON,
+                    body=json.dumps(body))
+
+
+def _describe(error: Any) -> str:
+    where = ".".join(str(part) for part in error.get("loc", ()) if part != "body")
+    return f"{where or 'body'}: {error.get('msg', 'invalid')}"

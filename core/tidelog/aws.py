@@ -1,0 +1,39 @@
+"""boto3 clients for the functions: created once per process, shared by every invocation.
+
+Nothing here names an endpoint. botocore reads ``AWS_ENDPOINT_URL`` and its per-service variants
+(``AWS_ENDPOINT_URL_S3``, ``AWS_ENDPOINT_URL_DYNAMODB``, ...) itself, so the same code talks to
+AWS, to LocalStack or to the embedded emulator of ``tidelog dev``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+CLIENT_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 3},
+    connect_timeout=2,
+    read_timeout=10,
+    max_pool_connections=32,
+    tcp_keepalive=True,
+)
+
+_clients: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+def client(service: str) -> Any:
+    """The process's shared client for ``service`` (boto3 clients are thread-safe; sessions
+    are not, hence one short-lived session per client under a lock)."""
+    with _lock:
+        if service not in _clients:
+            _clients[service] = boto3.session.Session().client(service, config=CLIENT_CONFIG)
+        return _clients[service]
+
+
+def reset() -> None:
+    with _lock:
+        _clients.clear()

@@ -1,0 +1,62 @@
+"""The ``tidelog`` command."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from tidelog import __version__
+
+
+def _port(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    if not value:
+        return default
+    if not value.isdigit() or not 0 <= int(value) < 65536:
+        raise SystemExit(f"tidelog: {name}={value!r} is not a port number")
+    return int(value)
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="tidelog", description="Kafka's log, serverless on AWS.")
+    top.add_argument("--version", action="version", version=f"tidelog {__version__}")
+    commands = top.add_subparsers(dest="command", required=True)
+
+    dev = commands.add_parser(
+        "dev", help="run tidelog locally on the embedded AWS emulator (no account, no Docker)"
+    )
+    dev.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    dev.add_argument(
+        "--api-port", type=int, default=_port("TIDELOG_API_PORT", 8080),
+        help="port of the tidelog API (default $TIDELOG_API_PORT or 8080)",
+    )
+    dev.add_argument(
+        "--aws-port", type=int, default=_port("TIDELOG_AWS_PORT", 4566),
+        help="port of the AWS emulator (default $TIDELOG_AWS_PORT or 4566, LocalStack's)",
+    )
+
+    commands.add_parser("openapi", help="print the API's OpenAPI document, built from the code")
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.command == "dev":
+        from tidelog.local import dev  # noqa: PLC0415 - needs the local extra
+
+        try:
+            dev.run(args.host, args.api_port, args.aws_port)
+        except OSError as exc:
+            print(f"tidelog dev: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    from tidelog.local import openapi  # noqa: PLC0415
+
+    print(openapi.document())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""``tidelog dev``: the embedded AWS stack and the tidelog API, in one process."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from dataclasses import dataclass
+from types import FrameType
+
+from werkzeug.serving import BaseWSGIServer, make_server
+
+from tidelog import __version__, runtime
+from tidelog.cluster import describe_cluster
+from tidelog.local.emulator import Emulator
+from tidelog.local.gateway import Gateway
+from tidelog.local.paths import template_path
+from tidelog.local.stack import Stack, deploy
+from tidelog.local.template import Template
+
+
+@dataclass
+class DevServer:
+    """The running pieces; ``stop()`` shuts them down in order."""
+
+    emulator: Emulator
+    stack: Stack
+    api: BaseWSGIServer
+    thread: threading.Thread
+
+    @property
+    def api_url(self) -> str:
+        return f"http://{self.api.server_address[0]}:{self.api.server_address[1]}"
+
+    def stop(self) -> None:
+        self.api.shutdown()
+        self.api.server_close()
+        self.thread.join(timeout=10)
+        self.emulator.stop()
+
+
+def start(host: str, api_port: int, aws_port: int, region: str = "us-east-1") -> DevServer:
+    emulator = Emulator(host, aws_port)
+    emulator.start()
+    try:
+        template = Template(template_path(), region=region)
+        stack = deploy(template, emulator.url)
+        runtime.reset()
+        gateway = Gateway(
+            template.routes(),
+            stack.runtimes,
+            binary_media_types=template.binary_media_types(),
+            stage=str(template.resolve({"Ref": "StageName"})),
+        )
+        api = make_server(host, api_port, gateway, threaded=True)
+    except BaseException:
+        emulator.stop()
+        raise
+    thread = threading.Thread(target=api.serve_forever, name="tidelog-api", daemon=True)
+    thread.start()
+    return DevServer(emulator, stack, api, thread)
+
+
+def run(host: str, api_port: int, aws_port: int) -> None:
+    """Start, print where everything runs, serve until SIGINT or SIGTERM."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    stopping = threading.Event()
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    server = start(host, api_port, aws_port)
+    try:
+        info = describe_cluster(
+            runtime.metadata_store(), clock_ms=runtime.clock_ms, random_bytes=runtime.random_bytes
+        )
+        print(banner(server, info.cluster_id), flush=True)
+        stopping.wait()
+        print("tidelog dev: stopping", flush=True)
+    finally:
+        server.stop()
+
+
+def banner(server: DevServer, cluster_id: str) -> str:
+    stack, api, aws = server.stack, server.api_url, server.emulator.url
+    routes = "\n".join(
+        f"    {r.method:6} {api}{r.path}" for r in stack.template.routes()
+    )
+    return f"""\
+tidelog {__version__} dev - cluster {cluster_id}
+
+  tidelog API   {api}
+{routes}
+  AWS emulator  {aws}   (S3, DynamoDB, Step Functions, Lambda; in memory, gone on exit)
+    bucket {stack.bucket}   table {stack.table}
+
+Try it:
+  curl -s {api}/v1/cluster
+  AWS_ENDPOINT_URL={aws} AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \\
+    AWS_DEFAULT_REGION={stack.template.region} python -c \\
+    "import boto3; print(boto3.client('dynamodb').scan(TableName='{stack.table}')['Items'])"
+
+Ctrl-C stops it.
+"""

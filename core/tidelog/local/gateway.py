@@ -1,0 +1,235 @@
+"""A local API Gateway: HTTP requests in, REST API (v1) Lambda-proxy events to our handlers.
+
+It answers as API Gateway does where a client can tell: routes from the template (literal
+segments before ``{param}``, ``{proxy+}`` greedy); 403 ``Missing Authentication Token`` for an
+unknown route or method; bodies whose Content-Type is a binary media type arrive base64-encoded;
+a base64 response is decoded only when the request's Accept names a binary media type; a request
+over 10 MiB, or whose event exceeds Lambda's 6 MB, gets 413; a handler that raises, returns a
+malformed result or a response over 6 MB gets 502 ``Internal server error``.
+
+What it does not do: IAM (SigV4) authorization, throttling, stage variables, custom domains.
+"""
+
+from __future__ import annotations
+
+import base64
+import fnmatch
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
+
+from werkzeug.datastructures import Headers
+from werkzeug.wrappers import Request
+
+from tidelog.local.lambdas import FunctionRuntime
+from tidelog.local.template import Route
+
+log = logging.getLogger(__name__)
+
+MAX_REQUEST_BYTES = 10 * 1024 * 1024  # API Gateway REST API payload
+MAX_LAMBDA_PAYLOAD = 6 * 1024 * 1024  # Lambda synchronous invocation, request and response
+
+
+@dataclass(frozen=True)
+class Match:
+    route: Route
+    path_parameters: dict[str, str]
+
+
+class Router:
+    """API Gateway's resource matching: literal segments win over parameters."""
+
+    def __init__(self, routes: Iterable[Route]) -> None:
+        self.routes = list(routes)
+
+    def match(self, method: str, path: str) -> Match | None:
+        segments = [s for s in path.split("/") if s]
+        best: tuple[tuple[int, ...], Match] | None = None
+        for route in self.routes:
+            if route.method not in (method, "ANY"):
+                continue
+            scored = _match_segments(route.path, segments)
+            if scored is None:
+                continue
+            rank, parameters = scored
+            if best is None or rank > best[0]:
+                best = (rank, Match(route, parameters))
+        return best[1] if best else None
+
+
+def _match_segments(
+    template: str, segments: Sequence[str]
+) -> tuple[tuple[int, ...], dict[str, str]] | None:
+    parts = [s for s in template.split("/") if s]
+    parameters: dict[str, str] = {}
+    rank: list[int] = []
+    for i, part in enumerate(parts):
+        if part.startswith("{") and part.endswith("+}"):
+            if i >= len(segments):
+                return None
+            parameters[part[1:-2]] = "/".join(segments[i:])
+            return (*rank, 0), parameters
+        if i >= len(segments):
+            return None
+        if part.startswith("{") and part.endswith("}"):
+            parameters[part[1:-1]] = segments[i]
+            rank.append(1)
+        elif part == segments[i]:
+            rank.append(2)
+        else:
+            return None
+    if len(parts) != len(segments):
+        return None
+    return tuple(rank), parameters
+
+
+def media_type_matches(content_type: str | None, patterns: Sequence[str]) -> bool:
+    if not content_type:
+        return False
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    return any(fnmatch.fnmatchcase(media_type, p.lower()) for p in patterns)
+
+
+def proxy_event(
+    request: Request,
+    body: bytes,
+    match: Match,
+    *,
+    binary_media_types: Sequence[str],
+    stage: str,
+) -> dict[str, Any]:
+    """The event API Gateway's REST API hands a Lambda proxy integration."""
+    headers: dict[str, str] = {}
+    multi_headers: dict[str, list[str]] = {}
+    for name, value in request.headers.items():
+        headers[name] = value
+        multi_headers.setdefault(name, []).append(value)
+    query = parse_qsl(request.query_string.decode("latin-1"), keep_blank_values=True)
+    multi_query: dict[str, list[str]] = {}
+    for name, value in query:
+        multi_query.setdefault(name, []).append(value)
+    binary = media_type_matches(request.content_type, binary_media_types)
+    now = time.time()
+    return {
+        "resource": match.route.path,
+        "path": request.path,
+        "httpMethod": request.method,
+        "headers": headers or None,
+        "multiValueHeaders": multi_headers or None,
+        "queryStringParameters": {k: v[-1] for k, v in multi_query.items()} or None,
+        "multiValueQueryStringParameters": multi_query or None,
+        "pathParameters": match.path_parameters or None,
+        "stageVariables": None,
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "local",
+            "domainName": request.host,
+            "httpMethod": request.method,
+            "identity": {"sourceIp": request.remote_addr, "userAgent": request.user_agent.string},
+            "path": f"/{stage}{request.path}",
+            "protocol": request.environ.get("SERVER_PROTOCOL", "HTTP/1.1"),
+            "requestId": str(uuid.uuid4()),
+            "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+            "requestTimeEpoch": int(now * 1000),
+            "resourceId": "local",
+            "resourcePath": match.route.path,
+            "stage": stage,
+        },
+        "body": (base64.b64encode(body).decode("ascii") if binary else body.decode("utf-8"))
+        if body
+        else None,
+        "isBase64Encoded": bool(body) and binary,
+    }
+
+
+StartResponse = Callable[..., Any]
+
+
+class Gateway:
+    """The WSGI application: route, build the event, invoke, shape the response."""
+
+    def __init__(
+        self,
+        routes: Iterable[Route],
+        runtimes: Mapping[str, FunctionRuntime],
+        *,
+        binary_media_types: Sequence[str],
+        stage: str,
+    ) -> None:
+        self.router = Router(routes)
+        self.runtimes = runtimes
+        self.binary_media_types = list(binary_media_types)
+        self.stage = stage
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
+        request = Request(environ)
+        if (request.content_length or 0) > MAX_REQUEST_BYTES:
+            return _message(start_response, 413, "Request Too Long")
+        body = request.get_data(cache=False)
+        if len(body) > MAX_REQUEST_BYTES:
+            return _message(start_response, 413, "Request Too Long")
+        match = self.router.match(request.method, request.path)
+        if match is None:
+            return _message(start_response, 403, "Missing Authentication Token")
+        try:
+            event = proxy_event(
+                request, body, match, binary_media_types=self.binary_media_types, stage=self.stage
+            )
+        except UnicodeDecodeError:
+            return _message(start_response, 400, "Request body is not UTF-8 and its Content-Type "
+                            "is not a binary media type")
+        if len(json.dumps(event)) > MAX_LAMBDA_PAYLOAD:
+            return _message(start_response, 413, "Request Too Long")
+        try:
+            result = self.runtimes[match.route.function].invoke(event)
+            status, headers, payload = self._response(result, request)
+        except Exception:
+            log.exception("%s %s failed in %s", request.method, request.path, match.route.function)
+            return _message(start_response, 502, "Internal server error")
+        start_response(f"{status} {_reason(status)}", headers.to_wsgi_list())
+        return [payload]
+
+    def _response(self, result: Any, request: Request) -> tuple[int, Headers, bytes]:
+        if not isinstance(result, dict) or not isinstance(result.get("statusCode"), int):
+            raise TypeError(f"malformed Lambda proxy response: {result!r:.200}")
+        if len(json.dumps(result)) > MAX_LAMBDA_PAYLOAD:
+            raise ValueError("Lambda response over 6 MB")
+        headers = Headers()
+        for name, value in (result.get("headers") or {}).items():
+            headers[name] = str(value)
+        for name, values in (result.get("multiValueHeaders") or {}).items():
+            headers.remove(name)
+            for value in values:
+                headers.add(name, str(value))
+        headers.setdefault("Content-Type", "application/json")
+        text = result.get("body") or ""
+        accept = request.headers.get("Accept", "").split(",")[0]
+        if result.get("isBase64Encoded") and media_type_matches(accept, self.binary_media_types):
+            payload = base64.b64decode(text)
+        else:
+            payload = text.encode("utf-8")
+        headers["Content-Length"] = str(len(payload))
+        return int(result["statusCode"]), headers, payload
+
+
+def _message(start_response: StartResponse, status: int, message: str) -> list[bytes]:
+    payload = json.dumps({"message": message}).encode()
+    start_response(
+        f"{status} {_reason(status)}",
+        [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))],
+    )
+    return [payload]
+
+
+def _reason(status: int) -> str:
+    from http import HTTPStatus  # noqa: PLC0415
+
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Unknown"
