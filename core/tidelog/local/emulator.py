@@ -27,12 +27,10 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
-# What the emulator process needs of moto: Step Functions that really execute, and Lambda
-# invocations that run our handlers (tidelog.local.lambdas) rather than Docker images.
-MOTO_CONFIG = {
-    "stepfunctions": {"execute_state_machine": True},
-    "lambda": {"use_docker": False},
-}
+# Step Functions that really execute. Lambda keeps moto's default (Docker) backend on purpose:
+# its invoke is the one tidelog.local.lambdas hooks to run our handlers in-process, whereas
+# ``use_docker: False`` swaps in a backend that only echoes the event back.
+MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}}
 
 
 class LockedApp:

@@ -41,11 +41,49 @@ def schema() -> dict[str, Any]:
         app = load_module(fn).app
         document = json.loads(app.get_openapi_json_schema(title="tidelog", version=__version__))
         for path, operations in document.get("paths", {}).items():
+            for operation in operations.values():
+                _declare_errors(operation)
             merged["paths"].setdefault(path, {}).update(operations)
-        merged["components"]["schemas"].update(document.get("components", {}).get("schemas", {}))
+        schemas = document.get("components", {}).get("schemas", {})
+        merged["components"]["schemas"].update(
+            {name: s for name, s in schemas.items() if name not in _POWERTOOLS_VALIDATION}
+        )
+    merged["components"]["schemas"]["Error"] = ERROR_SCHEMA
     merged["paths"] = dict(sorted(merged["paths"].items()))
     merged["components"]["schemas"] = dict(sorted(merged["components"]["schemas"].items()))
     return merged
+
+
+ERROR_SCHEMA = {
+    "title": "Error",
+    "type": "object",
+    "description": "Every error tidelog answers with: Kafka's error name and number.",
+    "required": ["error", "error_code", "message", "retriable"],
+    "properties": {
+        "error": {"type": "string", "examples": ["INVALID_REQUEST"]},
+        "error_code": {"type": "integer", "examples": [42]},
+        "message": {"type": "string"},
+        "retriable": {"type": "boolean"},
+    },
+}
+_ERROR_RESPONSES = {
+    "400": "The request is invalid (INVALID_REQUEST and Kafka's more specific errors)",
+    "500": "An unexpected failure (UNKNOWN_SERVER_ERROR)",
+    "503": "A transient failure of storage; retry (KAFKA_STORAGE_ERROR)",
+}
+_POWERTOOLS_VALIDATION = {"HTTPValidationError", "ValidationError"}
+
+
+def _declare_errors(operation: dict[str, Any]) -> None:
+    """Powertools documents a 422 it never sends here (tidelog.api answers 400): declare the
+    error responses tidelog does send, with its error schema."""
+    responses = operation.setdefault("responses", {})
+    responses.pop("422", None)
+    for status, description in _ERROR_RESPONSES.items():
+        responses.setdefault(status, {
+            "description": description,
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+        })
 
 
 def document() -> str:

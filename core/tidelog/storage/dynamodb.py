@@ -59,15 +59,16 @@ class DynamoMetadataStore:
         check_query(lo, hi, prefix, limit)
         expr = _Expression()
         key_condition = f"{expr.name('pk')} = {expr.value(pk)}"
-        sk = expr.name("sk")
         if prefix is not None:
-            key_condition += f" AND begins_with({sk}, {expr.value(prefix)})"
+            key_condition += f" AND begins_with({expr.name('sk')}, {expr.value(prefix)})"
         elif lo is not None and hi is not None:
-            key_condition += f" AND {sk} BETWEEN {expr.value(lo)} AND {expr.value(hi)}"
+            key_condition += (
+                f" AND {expr.name('sk')} BETWEEN {expr.value(lo)} AND {expr.value(hi)}"
+            )
         elif lo is not None:
-            key_condition += f" AND {sk} >= {expr.value(lo)}"
+            key_condition += f" AND {expr.name('sk')} >= {expr.value(lo)}"
         elif hi is not None:
-            key_condition += f" AND {sk} <= {expr.value(hi)}"
+            key_condition += f" AND {expr.name('sk')} <= {expr.value(hi)}"
         request: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": key_condition,

@@ -1,0 +1,77 @@
+"""Fixtures shared by every tier.
+
+No test can reach real AWS: credentials are fake, the default endpoint is a closed local port,
+and botocore refuses to send anything to a host outside the loopback.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import botocore.endpoint
+import pytest
+
+for _name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
+    os.environ.pop(_name, None)
+os.environ.update(
+    AWS_ACCESS_KEY_ID="test",
+    AWS_SECRET_ACCESS_KEY="test",
+    AWS_DEFAULT_REGION="us-east-1",
+    AWS_CONFIG_FILE=os.devnull,
+    AWS_SHARED_CREDENTIALS_FILE=os.devnull,
+    AWS_ENDPOINT_URL="http://127.0.0.1:9",  # discard port: a client nobody pointed fails fast
+    AWS_EC2_METADATA_DISABLED="true",
+)
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+_send = botocore.endpoint.Endpoint._send
+
+
+def _loopback_only(self: Any, request: Any) -> Any:
+    host = urlsplit(request.url).hostname
+    if host not in LOOPBACK:
+        raise RuntimeError(f"a test tried to reach {request.url}: tests never leave the machine")
+    return _send(self, request)
+
+
+botocore.endpoint.Endpoint._send = _loopback_only
+
+from tests.support import devserver  # noqa: E402
+from tests.support.dynamodb_local import DynamoDBLocal, unavailable  # noqa: E402
+from tidelog.local.paths import template_path  # noqa: E402
+from tidelog.local.stack import aws_client  # noqa: E402
+from tidelog.local.template import Template  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def template() -> Template:
+    return Template(template_path())
+
+
+@pytest.fixture(scope="session")
+def dev() -> Iterator[devserver.DevProcess]:
+    """One `tidelog dev` for the session: the locked AWS emulator plus the tidelog API."""
+    process = devserver.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="session")
+def dev_client(dev: devserver.DevProcess) -> Callable[[str], Any]:
+    def client(service: str) -> Any:
+        return aws_client(service, dev.aws_url, "us-east-1")
+
+    return client
+
+
+@pytest.fixture(scope="session")
+def dynamodb_local() -> Iterator[DynamoDBLocal]:
+    reason = unavailable()
+    if reason:
+        pytest.skip(f"DynamoDB Local unavailable: {reason}")
+    server = DynamoDBLocal()
+    yield server
+    server.stop()

@@ -1,0 +1,89 @@
+"""The object store contract, held by MemoryObjectStore and S3ObjectStore alike."""
+
+from __future__ import annotations
+
+import pytest
+
+from tidelog.storage import ObjectExistsError, ObjectNotFoundError
+
+BODY = bytes(range(256)) * 4  # every byte value, 1 KiB
+
+
+def test_put_then_get_returns_the_bytes_exactly(objects):
+    objects.put("a/1", BODY)
+    assert objects.get("a/1") == BODY
+
+
+def test_put_is_create_only_by_default(objects):
+    objects.put("k", b"first")
+    with pytest.raises(ObjectExistsError):
+        objects.put("k", b"second")
+    assert objects.get("k") == b"first"
+
+
+def test_put_may_overwrite_when_asked(objects):
+    objects.put("k", b"first")
+    objects.put("k", b"second", if_absent=False)
+    assert objects.get("k") == b"second"
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "expected"),
+    [
+        (0, None, BODY),
+        (10, 20, BODY[10:20]),
+        (1000, None, BODY[1000:]),
+        (1000, 5000, BODY[1000:]),  # past the end: cut short, as HTTP ranges are
+        (5, 5, b""),
+        (len(BODY), None, b""),
+        (len(BODY) + 10, None, b""),
+    ],
+)
+def test_ranged_get(objects, start, end, expected):
+    objects.put("r", BODY)
+    assert objects.get("r", start, end) == expected
+
+
+def test_invalid_range_is_refused(objects):
+    objects.put("r", BODY)
+    with pytest.raises(ValueError, match="invalid byte range"):
+        objects.get("r", 10, 5)
+
+
+def test_missing_object(objects):
+    with pytest.raises(ObjectNotFoundError):
+        objects.get("nope")
+    assert objects.head("nope") is None
+    objects.delete("nope")  # deleting nothing is fine
+
+
+def test_head_reports_size_and_age(objects):
+    objects.put("h", BODY)
+    info = objects.head("h")
+    assert info.key == "h"
+    assert info.size == len(BODY)
+    assert info.last_modified_ms > 1_600_000_000_000
+
+
+def test_delete_removes(objects):
+    objects.put("d", b"x")
+    objects.delete("d")
+    assert objects.head("d") is None
+    objects.put("d", b"y")  # the key is free again
+    assert objects.get("d") == b"y"
+
+
+def test_list_by_prefix_in_key_order(objects):
+    for key in ["t/2", "t/10", "t/1", "u/1"]:
+        objects.put(key, key.encode())
+    listed = list(objects.list("t/"))
+    assert [i.key for i in listed] == ["t/1", "t/10", "t/2"]
+    assert [i.size for i in listed] == [3, 4, 3]
+    assert [i.key for i in objects.list()] == ["t/1", "t/10", "t/2", "u/1"]
+
+
+def test_list_pages_past_a_thousand_keys(objects):
+    keys = [f"p/{i:05d}" for i in range(1003)]
+    for key in keys:
+        objects.put(key, b"")
+    assert [i.key for i in objects.list("p/")] == keys

@@ -1,0 +1,72 @@
+"""`tidelog dev` as a user meets it: one command, the API and the emulator on the given ports."""
+
+from __future__ import annotations
+
+import re
+import socket
+from concurrent.futures import ThreadPoolExecutor
+
+from tests.support import devserver
+from tests.support.devserver import get_json
+
+
+def test_health_and_cluster(dev):
+    assert get_json(f"{dev.api_url}/v1/health") == (200, {"status": "ok", "version": "0.1.0"})
+    status, body = get_json(f"{dev.api_url}/v1/cluster")
+    assert status == 200
+    assert re.fullmatch(r"[A-Za-z0-9_-]{22}", body["cluster_id"])
+    assert get_json(f"{dev.api_url}/v1/cluster")[1] == body  # kept, not regenerated
+
+
+def test_unknown_routes_answer_as_api_gateway(dev):
+    assert get_json(f"{dev.api_url}/v1/health", method="POST") == (
+        403, {"message": "Missing Authentication Token"})
+    assert get_json(f"{dev.api_url}/nowhere")[0] == 403
+
+
+def test_concurrent_requests_each_get_an_environment(dev):
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(lambda _: get_json(f"{dev.api_url}/v1/cluster"), range(64)))
+    assert {status for status, _ in results} == {200}
+    assert len({body["cluster_id"] for _, body in results}) == 1
+
+
+def test_the_emulator_speaks_aws_on_its_port(dev, dev_client, template):
+    buckets = {b["Name"] for b in dev_client("s3").list_buckets()["Buckets"]}
+    assert set(template.buckets()) <= buckets
+    tables = dev_client("dynamodb").list_tables()["TableNames"]
+    assert {t.name for t in template.tables()} <= set(tables)
+
+
+def test_sigterm_stops_it_cleanly_and_frees_the_ports():
+    process = devserver.start()
+    status, output = process.stop()
+    assert status == 0, output
+    assert "stopping" in output
+    assert "Traceback" not in output
+    for port in (process.api_port, process.aws_port):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))  # free again
+
+
+def test_the_banner_says_what_runs_where():
+    process = devserver.start()
+    _, output = process.stop()
+    assert f"tidelog API   {process.api_url}" in output
+    assert f"AWS emulator  {process.aws_url}" in output
+    assert f"curl -s {process.api_url}/v1/cluster" in output
+
+
+def test_a_taken_port_is_a_clear_error():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        try:
+            devserver.start("--aws-port", str(port), timeout=20)
+        except RuntimeError as failure:
+            message = str(failure)
+        else:
+            raise AssertionError("tidelog dev started on a taken port")
+    assert "Address already in use" in message
+    assert "Traceback" not in message

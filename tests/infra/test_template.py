@@ -1,0 +1,88 @@
+"""The deployed stack is secure by default: checked on the template CloudFormation will run."""
+
+from __future__ import annotations
+
+from cfnlint.api import lint_file
+
+from tidelog.local.paths import template_path
+
+
+def test_cfn_lint_is_clean():
+    assert [str(match) for match in lint_file(template_path())] == []
+
+
+def test_every_route_requires_iam_auth(resources, template):
+    (api,) = resources("AWS::ApiGateway::RestApi").values()
+    body = api["Properties"]["Body"]
+    assert body["securityDefinitions"]["AWS_IAM"]["x-amazon-apigateway-authtype"] == "awsSigv4"
+    operations = [(path, method, op) for path, methods in body["paths"].items()
+                  for method, op in methods.items()]
+    assert {(p, m.upper()) for p, m, _ in operations} == {(r.path, r.method)
+                                                          for r in template.routes()}
+    for path, method, operation in operations:
+        assert operation["security"] == [{"AWS_IAM": []}], (path, method)
+
+
+def test_only_the_api_may_invoke_the_functions(resources):
+    permissions = resources("AWS::Lambda::Permission")
+    assert permissions
+    for name, permission in permissions.items():
+        properties = permission["Properties"]
+        assert properties["Principal"] == "apigateway.amazonaws.com", name
+        assert "SourceArn" in properties, name
+
+
+def test_the_api_is_regional_and_traced(resources):
+    (stage,) = resources("AWS::ApiGateway::Stage").values()
+    assert stage["Properties"]["TracingEnabled"] is True
+    (api,) = resources("AWS::ApiGateway::RestApi").values()
+    assert api["Properties"]["EndpointConfiguration"]["Types"] == ["REGIONAL"]
+    assert "application~1vnd.kafka.record-batch" in api["Properties"]["BinaryMediaTypes"]
+
+
+def test_the_bucket_is_private_encrypted_and_tls_only(resources):
+    (bucket,) = resources("AWS::S3::Bucket").values()
+    properties = bucket["Properties"]
+    assert all(properties["PublicAccessBlockConfiguration"].values())
+    assert len(properties["PublicAccessBlockConfiguration"]) == 4
+    rule = properties["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]
+    assert rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in {"AES256", "aws:kms"}
+    assert bucket["DeletionPolicy"] == "Retain"
+    (policy,) = resources("AWS::S3::BucketPolicy").values()
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert any(
+        s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        for s in statements
+    )
+
+
+def test_the_table_is_encrypted_and_recoverable(resources):
+    for name, table in resources("AWS::DynamoDB::Table").items():
+        properties = table["Properties"]
+        assert properties["SSESpecification"]["SSEEnabled"] is True, name
+        assert properties["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"], name
+        assert table["DeletionPolicy"] == "Retain", name
+
+
+def test_each_function_has_its_own_least_privilege_role(resources):
+    functions = resources("AWS::Lambda::Function")
+    roles = resources("AWS::IAM::Role")
+    used = [f["Properties"]["Role"]["Fn::GetAtt"][0] for f in functions.values()]
+    assert len(set(used)) == len(used), "functions share a role"
+    for role_name in used:
+        for policy in roles[role_name]["Properties"].get("Policies", []):
+            for statement in policy["PolicyDocument"]["Statement"]:
+                actions = statement["Action"]
+                actions = [actions] if isinstance(actions, str) else actions
+                assert all("*" not in a for a in actions), (role_name, actions)
+                assert statement["Resource"] != "*", (role_name, statement)
+
+
+def test_the_cluster_function_may_touch_only_the_cluster_item(resources):
+    role = resources("AWS::IAM::Role")["ClusterFunctionRole"]
+    (policy,) = role["Properties"]["Policies"]
+    (statement,) = policy["PolicyDocument"]["Statement"]
+    assert sorted(statement["Action"]) == ["dynamodb:GetItem", "dynamodb:PutItem"]
+    assert statement["Condition"] == {
+        "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["cluster"]}
+    }

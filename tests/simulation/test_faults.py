@@ -1,0 +1,61 @@
+"""The fault-injecting wrappers: seeded, replayable, and honest about ambiguous writes."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from tidelog.storage import ItemAbsent, ObjectExistsError, Put, StorageUnavailableError
+from tidelog.storage.faults import FaultPlan, FaultyMetadataStore, FaultyObjectStore
+from tidelog.storage.memory import MemoryMetadataStore, MemoryObjectStore
+
+SEED = random.randrange(2**32)
+
+
+def outcomes(plan, store, n=200):
+    """What each of ``n`` create-only writes saw."""
+    seen = []
+    for i in range(n):
+        try:
+            store.write(Put({"pk": "p", "sk": f"{i:04d}"}, ItemAbsent()))
+            seen.append("ok")
+        except StorageUnavailableError as exc:
+            seen.append("ambiguous" if exc.ambiguous else "failed")
+    return seen
+
+
+def test_same_seed_same_faults():
+    plan_a, plan_b = FaultPlan(SEED, 0.2, 0.2), FaultPlan(SEED, 0.2, 0.2)
+    a = outcomes(plan_a, FaultyMetadataStore(MemoryMetadataStore(), plan_a))
+    b = outcomes(plan_b, FaultyMetadataStore(MemoryMetadataStore(), plan_b))
+    assert a == b, f"seed {SEED}"
+    assert {"ok", "failed", "ambiguous"} <= set(a), f"seed {SEED}: {Counter(a)}"
+
+
+def test_a_fault_before_changes_nothing_and_one_after_lands():
+    inner = MemoryMetadataStore()
+    plan = FaultPlan(SEED, before=0.3, after=0.3)
+    seen = outcomes(plan, FaultyMetadataStore(inner, plan))
+    for i, outcome in enumerate(seen):
+        stored = inner.get("p", f"{i:04d}") is not None
+        assert stored == (outcome != "failed"), f"seed {SEED}: write {i} was {outcome}"
+    assert plan.injected == seen.count("failed") + seen.count("ambiguous")
+
+
+def test_reads_only_fail_before():
+    inner = MemoryObjectStore(clock_ms=lambda: 0)
+    inner.put("k", b"v")
+    plan = FaultPlan(SEED, before=0.0, after=1.0)
+    store = FaultyObjectStore(inner, plan)
+    assert store.get("k") == b"v"
+    assert store.head("k").size == 1
+    assert [i.key for i in store.list()] == ["k"]
+    with pytest.raises(StorageUnavailableError) as failure:
+        store.put("k2", b"w")
+    assert failure.value.ambiguous
+    assert inner.get("k2") == b"w"
+    with pytest.raises(ObjectExistsError):
+        FaultyObjectStore(inner, FaultPlan(SEED)).put("k2", b"again")
+

@@ -1,0 +1,84 @@
+"""``tidelog dev`` in a subprocess, as a user starts it.
+
+It runs in its own process because moto's state is process-global: an in-process ``mock_aws``
+anywhere in the test session would reset the backends under it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from tests.support.dynamodb_local import free_port
+
+
+@dataclass
+class DevProcess:
+    process: subprocess.Popen[str]
+    api_port: int
+    aws_port: int
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.api_port}"
+
+    @property
+    def aws_url(self) -> str:
+        return f"http://127.0.0.1:{self.aws_port}"
+
+    def stop(self, timeout: float = 15) -> tuple[int, str]:
+        """SIGTERM, then the exit code and everything it printed."""
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            output, _ = self.process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            output, _ = self.process.communicate()
+            return -9, output
+        return self.process.returncode, output
+
+
+def start(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> DevProcess:
+    api_port, aws_port = free_port(), free_port()
+    command = [sys.executable, "-m", "tidelog.cli", "dev", *args]
+    if "--api-port" not in args:
+        command += ["--api-port", str(api_port)]
+    if "--aws-port" not in args:
+        command += ["--aws-port", str(aws_port)]
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    dev = DevProcess(process, api_port, aws_port)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"tidelog dev exited early:\n{process.communicate()[0]}")
+        try:
+            if get_json(f"{dev.api_url}/v1/health")[0] == 200:
+                return dev
+        except OSError:
+            time.sleep(0.2)
+    dev.stop()
+    raise RuntimeError("tidelog dev did not answer /v1/health within a minute")
+
+
+def get_json(url: str, method: str = "GET", body: bytes | None = None,
+             headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")

@@ -1,0 +1,45 @@
+"""The `tidelog` command's options and the functions' settings."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from tidelog import cli
+from tidelog.settings import ConfigurationError, Settings
+
+
+def test_dev_ports_default_to_localstacks_and_8080(monkeypatch):
+    monkeypatch.delenv("TIDELOG_API_PORT", raising=False)
+    monkeypatch.delenv("TIDELOG_AWS_PORT", raising=False)
+    args = cli.parser().parse_args(["dev"])
+    assert (args.api_port, args.aws_port, args.host) == (8080, 4566, "127.0.0.1")
+
+
+def test_dev_ports_come_from_the_environment_then_flags(monkeypatch):
+    monkeypatch.setenv("TIDELOG_API_PORT", "9000")
+    monkeypatch.setenv("TIDELOG_AWS_PORT", "9001")
+    assert (cli.parser().parse_args(["dev"]).api_port,
+            cli.parser().parse_args(["dev"]).aws_port) == (9000, 9001)
+    args = cli.parser().parse_args(["dev", "--api-port", "1", "--aws-port", "2"])
+    assert (args.api_port, args.aws_port) == (1, 2)
+
+
+def test_a_bad_port_in_the_environment_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("TIDELOG_API_PORT", "http")
+    with pytest.raises(SystemExit, match="TIDELOG_API_PORT='http' is not a port number"):
+        cli.parser()
+
+
+def test_make_run_passes_ports_through():
+    dry = subprocess.run(["make", "-n", "run", "API_PORT=1234", "AWS_PORT=5678"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "tidelog dev --api-port 1234 --aws-port 5678" in dry
+
+
+def test_settings_name_what_is_missing():
+    with pytest.raises(ConfigurationError, match="TIDELOG_TABLE, TIDELOG_BUCKET"):
+        Settings.from_env({})
+    settings = Settings.from_env({"TIDELOG_TABLE": "t", "TIDELOG_BUCKET": "b"})
+    assert (settings.table, settings.bucket) == ("t", "b")
