@@ -41,6 +41,7 @@ botocore.endpoint.Endpoint._send = _loopback_only
 
 from tests.support import devserver  # noqa: E402
 from tests.support.dynamodb_local import DynamoDBLocal, unavailable  # noqa: E402
+
 from tidelog.local.paths import template_path  # noqa: E402
 from tidelog.local.stack import aws_client  # noqa: E402
 from tidelog.local.template import Template  # noqa: E402

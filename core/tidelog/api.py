@@ -22,33 +22,35 @@ logger = Logger(service="tidelog")
 
 def resolver() -> APIGatewayRestResolver:
     app = APIGatewayRestResolver(enable_validation=True)
-
-    @app.exception_handler(TidelogError)
-    def _tidelog_error(exc: TidelogError) -> Response[str]:
-        if exc.http_status >= 500:
-            logger.exception("request failed", extra={"error": exc.kafka_error.name})
-        return error_response(exc.http_status, exc.to_dict())
-
-    @app.exception_handler(RequestValidationError)
-    def _invalid_request(exc: RequestValidationError) -> Response[str]:
-        problems = "; ".join(_describe(error) for error in exc.errors())
-        invalid = KAFKA_ERRORS["INVALID_REQUEST"]
-        return error_response(
-            400,
-            {
-                "error": invalid.name,
-                "error_code": invalid.code,
-                "message": f"invalid request: {problems}",
-                "retriable": False,
-            },
-        )
-
+    app.exception_handler(TidelogError)(_tidelog_error)
+    app.exception_handler(RequestValidationError)(_invalid_request)
     return app
 
 
+def _tidelog_error(exc: TidelogError) -> Response[str]:
+    if exc.http_status >= 500:
+        logger.exception("request failed", extra={"error": exc.kafka_error.name})
+    return error_response(exc.http_status, exc.to_dict())
+
+
+def _invalid_request(exc: RequestValidationError) -> Response[str]:
+    problems = "; ".join(_describe(error) for error in exc.errors())
+    invalid = KAFKA_ERRORS["INVALID_REQUEST"]
+    return error_response(
+        400,
+        {
+            "error": invalid.name,
+            "error_code": invalid.code,
+            "message": f"invalid request: {problems}",
+            "retriable": False,
+        },
+    )
+
+
 def error_response(status: int, body: dict[str, Any]) -> Response[str]:
-    return Response(status_code=status, content_type=content_types.APPLICATION_JSON,
-                    body=json.dumps(body))
+    return Response(
+        status_code=status, content_type=content_types.APPLICATION_JSON, body=json.dumps(body)
+    )
 
 
 def _describe(error: Any) -> str:

@@ -29,11 +29,15 @@ def parser() -> argparse.ArgumentParser:
     )
     dev.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     dev.add_argument(
-        "--api-port", type=int, default=_port("TIDELOG_API_PORT", 8080),
+        "--api-port",
+        type=int,
+        default=_port("TIDELOG_API_PORT", 8080),
         help="port of the tidelog API (default $TIDELOG_API_PORT or 8080)",
     )
     dev.add_argument(
-        "--aws-port", type=int, default=_port("TIDELOG_AWS_PORT", 4566),
+        "--aws-port",
+        type=int,
+        default=_port("TIDELOG_AWS_PORT", 4566),
         help="port of the AWS emulator (default $TIDELOG_AWS_PORT or 4566, LocalStack's)",
     )
 

@@ -46,8 +46,12 @@ def describe_cluster(
     pk, sk = CLUSTER_KEY
     item = meta.get(pk, sk)
     if item is None:
-        item = {"pk": pk, "sk": sk, "cluster_id": new_cluster_id(random_bytes),
-                "created_ms": clock_ms()}
+        item = {
+            "pk": pk,
+            "sk": sk,
+            "cluster_id": new_cluster_id(random_bytes),
+            "created_ms": clock_ms(),
+        }
         try:
             meta.write(Put(item, ItemAbsent()))
         except ConditionFailedError as lost:

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
 from tests.support.resources import new_bucket, new_table
+
 from tidelog.local.stack import aws_client
 from tidelog.storage.dynamodb import DynamoMetadataStore
 from tidelog.storage.memory import MemoryMetadataStore, MemoryObjectStore

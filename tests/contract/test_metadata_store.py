@@ -139,12 +139,14 @@ def test_transaction_applies_every_write(meta):
     meta.write(Put({"pk": "p", "sk": "gone"}))
     meta.write(Put({"pk": "p", "sk": "head", "next": 10}))
     meta.write(Put({"pk": "p", "sk": "fence", "epoch": 1}))
-    meta.transact([
-        Put({"pk": "p", "sk": "head", "next": 13}, Compare("next", "=", 10)),
-        Put({"pk": "p", "sk": "idx#10", "count": 3}, ItemAbsent()),
-        Delete("p", "gone"),
-        Check("p", "fence", Compare("epoch", "=", 1)),
-    ])
+    meta.transact(
+        [
+            Put({"pk": "p", "sk": "head", "next": 13}, Compare("next", "=", 10)),
+            Put({"pk": "p", "sk": "idx#10", "count": 3}, ItemAbsent()),
+            Delete("p", "gone"),
+            Check("p", "fence", Compare("epoch", "=", 1)),
+        ]
+    )
     assert meta.get("p", "head")["next"] == 13
     assert meta.get("p", "idx#10") == {"pk": "p", "sk": "idx#10", "count": 3}
     assert meta.get("p", "gone") is None
@@ -154,11 +156,13 @@ def test_transaction_is_all_or_nothing_and_names_what_failed(meta):
     meta.write(Put({"pk": "p", "sk": "head", "next": 10}))
     meta.write(Put({"pk": "p", "sk": "fence", "epoch": 2}))
     with pytest.raises(ConditionFailedError) as failure:
-        meta.transact([
-            Put({"pk": "p", "sk": "head", "next": 13}, Compare("next", "=", 10)),
-            Put({"pk": "p", "sk": "idx#10", "count": 3}, ItemAbsent()),
-            Check("p", "fence", Compare("epoch", "=", 1)),
-        ])
+        meta.transact(
+            [
+                Put({"pk": "p", "sk": "head", "next": 13}, Compare("next", "=", 10)),
+                Put({"pk": "p", "sk": "idx#10", "count": 3}, ItemAbsent()),
+                Check("p", "fence", Compare("epoch", "=", 1)),
+            ]
+        )
     assert failure.value.failed == (2,)
     assert failure.value.current[2] == {"pk": "p", "sk": "fence", "epoch": 2}
     assert meta.get("p", "head")["next"] == 10
@@ -182,7 +186,7 @@ def test_a_full_transaction_of_a_hundred_writes(meta):
 
 
 def test_items_over_400_kib_are_refused_and_change_nothing(meta):
-    with pytest.raises(InvalidStorageRequestError, match="400|limit"):
+    with pytest.raises(InvalidStorageRequestError, match=r"400|limit"):
         meta.write(Put({"pk": "p", "sk": "big", "blob": b"x" * (400 * 1024)}))
     assert meta.get("p", "big") is None
 

@@ -20,7 +20,9 @@ def test_health_and_cluster(dev):
 
 def test_unknown_routes_answer_as_api_gateway(dev):
     assert get_json(f"{dev.api_url}/v1/health", method="POST") == (
-        403, {"message": "Missing Authentication Token"})
+        403,
+        {"message": "Missing Authentication Token"},
+    )
     assert get_json(f"{dev.api_url}/nowhere")[0] == 403
 
 

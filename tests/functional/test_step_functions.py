@@ -32,8 +32,11 @@ def test_a_two_state_machine_runs_the_cluster_handler(dev, dev_client, template,
                 "OutputPath": "$.Payload",
                 "Next": "Body",
             },
-            "Body": {"Type": "Pass", "Parameters": {"status.$": "$.statusCode",
-                                                     "body.$": "$.body"}, "End": True},
+            "Body": {
+                "Type": "Pass",
+                "Parameters": {"status.$": "$.statusCode", "body.$": "$.body"},
+                "End": True,
+            },
         },
     }
     sfn = dev_client("stepfunctions")
@@ -51,8 +54,9 @@ def test_a_two_state_machine_runs_the_cluster_handler(dev, dev_client, template,
 def test_a_failing_task_fails_the_execution(dev, dev_client, template):
     definition = {
         "StartAt": "Describe",
-        "States": {"Describe": {"Type": "Task", "Resource": template.arn("ClusterFunction"),
-                                "End": True}},
+        "States": {
+            "Describe": {"Type": "Task", "Resource": template.arn("ClusterFunction"), "End": True}
+        },
     }
     sfn = dev_client("stepfunctions")
     role = dev_client("iam").get_role(RoleName="tidelog-local-execution")["Role"]["Arn"]

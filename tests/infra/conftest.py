@@ -16,8 +16,12 @@ class ManagedPolicies:
     """The translator's policy loader, offline: it asks only for these names' ARNs."""
 
     def load(self) -> dict[str, str]:
-        names = ["AWSLambdaBasicExecutionRole", "AWSXrayWriteOnlyAccess",
-                 "AWSLambdaRole", "AWSXRayDaemonWriteAccess"]
+        names = [
+            "AWSLambdaBasicExecutionRole",
+            "AWSXrayWriteOnlyAccess",
+            "AWSLambdaRole",
+            "AWSXRayDaemonWriteAccess",
+        ]
         return {n: f"arn:aws:iam::aws:policy/{n}" for n in names}
 
 

@@ -22,9 +22,11 @@ def test_layer_requirements_equal_the_package_dependencies():
 def test_template_routes_are_exactly_the_handlers_routes(template):
     for spec in template.functions():
         app = load_module(spec).app
-        declared = {(method.upper(), route.openapi_path)
-                    for route in app._static_routes + app._dynamic_routes
-                    for method in [route.method]}
+        declared = {
+            (method.upper(), route.openapi_path)
+            for route in app._static_routes + app._dynamic_routes
+            for method in [route.method]
+        }
         deployed = {(r.method, r.path) for r in spec.routes}
         assert declared == deployed, spec.logical_id
 
@@ -37,6 +39,8 @@ def test_the_committed_openapi_document_is_current():
 def test_every_operation_requires_sigv4():
     document = openapi.schema()
     assert document["security"] == [{"sigv4": []}]
-    assert document["components"]["securitySchemes"]["sigv4"]["x-amazon-apigateway-authtype"] \
+    assert (
+        document["components"]["securitySchemes"]["sigv4"]["x-amazon-apigateway-authtype"]
         == "awsSigv4"
+    )
     assert set(document["paths"]) == {"/v1/health", "/v1/cluster"}

@@ -15,10 +15,14 @@ def test_every_route_requires_iam_auth(resources, template):
     (api,) = resources("AWS::ApiGateway::RestApi").values()
     body = api["Properties"]["Body"]
     assert body["securityDefinitions"]["AWS_IAM"]["x-amazon-apigateway-authtype"] == "awsSigv4"
-    operations = [(path, method, op) for path, methods in body["paths"].items()
-                  for method, op in methods.items()]
-    assert {(p, m.upper()) for p, m, _ in operations} == {(r.path, r.method)
-                                                          for r in template.routes()}
+    operations = [
+        (path, method, op)
+        for path, methods in body["paths"].items()
+        for method, op in methods.items()
+    ]
+    assert {(p, m.upper()) for p, m, _ in operations} == {
+        (r.path, r.method) for r in template.routes()
+    }
     for path, method, operation in operations:
         assert operation["security"] == [{"AWS_IAM": []}], (path, method)
 

@@ -20,8 +20,11 @@ class Echo:
 
     def invoke(self, event):
         self.events.append(event)
-        return {"statusCode": 200, "body": event["body"] or "",
-                "isBase64Encoded": event["isBase64Encoded"]}
+        return {
+            "statusCode": 200,
+            "body": event["body"] or "",
+            "isBase64Encoded": event["isBase64Encoded"],
+        }
 
 
 BINARY = "application/vnd.kafka.record-batch"
@@ -29,8 +32,9 @@ BINARY = "application/vnd.kafka.record-batch"
 
 def client():
     echo = Echo()
-    app = Gateway([Route("POST", "/v1/x", "F")], {"F": echo}, binary_media_types=[BINARY],
-                  stage="live")
+    app = Gateway(
+        [Route("POST", "/v1/x", "F")], {"F": echo}, binary_media_types=[BINARY], stage="live"
+    )
     return Client(app), echo
 
 
@@ -56,8 +60,7 @@ SEGMENT = st.from_regex(re.compile(r"[a-z0-9][a-z0-9._-]{0,10}"), fullmatch=True
 PART = st.one_of(SEGMENT, SEGMENT.map(lambda s: "{" + s.replace(".", "").replace("-", "") + "p}"))
 
 
-@given(st.lists(st.lists(PART, min_size=1, max_size=5), min_size=1, max_size=6),
-       st.data())
+@given(st.lists(st.lists(PART, min_size=1, max_size=5), min_size=1, max_size=6), st.data())
 def test_every_route_matches_its_own_paths_and_literals_win(patterns, data):
     routes = [Route("GET", "/" + "/".join(parts), f"F{i}") for i, parts in enumerate(patterns)]
     router = Router(routes)
@@ -72,17 +75,24 @@ def test_every_route_matches_its_own_paths_and_literals_win(patterns, data):
             assert part.startswith("{") or part == value
         # never a parameter where the chosen route could have matched a literal instead
         own_literals = sum(not p.startswith("{") for p in parts)
-        assert sum(not p.startswith("{") for p in chosen) >= own_literals or \
-            any(not a.startswith("{") and b.startswith("{") for a, b in zip(chosen, parts,
-                                                                            strict=True))
+        assert sum(not p.startswith("{") for p in chosen) >= own_literals or any(
+            not a.startswith("{") and b.startswith("{") for a, b in zip(chosen, parts, strict=True)
+        )
         for name, value in (match.path_parameters or {}).items():
             assert value in values, name
 
 
-@given(st.dictionaries(st.from_regex(r"[a-z][a-z0-9-]{0,8}", fullmatch=True),
-                       st.lists(st.text(alphabet=st.characters(min_codepoint=32,
-                                                               max_codepoint=126),
-                                        max_size=8), min_size=1, max_size=3), max_size=4))
+@given(
+    st.dictionaries(
+        st.from_regex(r"[a-z][a-z0-9-]{0,8}", fullmatch=True),
+        st.lists(
+            st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=8),
+            min_size=1,
+            max_size=3,
+        ),
+        max_size=4,
+    )
+)
 def test_query_strings_keep_every_value(query):
     http, echo = client()
     http.post("/v1/x", query_string=[(k, v) for k, vs in query.items() for v in vs])

@@ -11,6 +11,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from tests.support.resources import new_bucket, new_table
+
 from tidelog.storage import Compare, ConditionFailedError, ItemAbsent, ObjectExistsError, Put
 from tidelog.storage.dynamodb import DynamoMetadataStore
 from tidelog.storage.s3 import S3ObjectStore
@@ -58,7 +59,9 @@ def test_atomic_add_loses_nothing(dev_client, template):
     def add_50_times(_):
         for _ in range(50):
             client.update_item(
-                TableName=table, Key=key, UpdateExpression="ADD n :one",
+                TableName=table,
+                Key=key,
+                UpdateExpression="ADD n :one",
                 ExpressionAttributeValues={":one": {"N": "1"}},
             )
 
@@ -95,12 +98,15 @@ def test_conditional_transactions_never_have_two_winners(dev_client, template):
     meta = DynamoMetadataStore(client, new_table(client, template))
 
     for trial in range(25):
+
         def claim(writer, trial=trial):
             try:
-                meta.transact([
-                    Put({"pk": "claims", "sk": f"{trial:03d}", "owner": writer}, ItemAbsent()),
-                    Put({"pk": "log", "sk": f"{trial:03d}#{writer}"}, ItemAbsent()),
-                ])
+                meta.transact(
+                    [
+                        Put({"pk": "claims", "sk": f"{trial:03d}", "owner": writer}, ItemAbsent()),
+                        Put({"pk": "log", "sk": f"{trial:03d}#{writer}"}, ItemAbsent()),
+                    ]
+                )
                 return writer
             except ConditionFailedError:
                 return None

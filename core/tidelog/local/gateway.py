@@ -181,8 +181,11 @@ class Gateway:
                 request, body, match, binary_media_types=self.binary_media_types, stage=self.stage
             )
         except UnicodeDecodeError:
-            return _message(start_response, 400, "Request body is not UTF-8 and its Content-Type "
-                            "is not a binary media type")
+            return _message(
+                start_response,
+                400,
+                "Request body is not UTF-8 and its Content-Type is not a binary media type",
+            )
         if len(json.dumps(event)) > MAX_LAMBDA_PAYLOAD:
             return _message(start_response, 413, "Request Too Long")
         try:

@@ -123,11 +123,13 @@ def invoke_as_lambda(runtime: FunctionRuntime, event: Any) -> tuple[str, bool]:
     try:
         return json.dumps(runtime.invoke(event)), False
     except Exception as exc:  # noqa: BLE001 - Lambda reports any error to its caller
-        return json.dumps({
-            "errorMessage": str(exc),
-            "errorType": type(exc).__name__,
-            "stackTrace": traceback.format_tb(exc.__traceback__),
-        }), True
+        return json.dumps(
+            {
+                "errorMessage": str(exc),
+                "errorType": type(exc).__name__,
+                "stackTrace": traceback.format_tb(exc.__traceback__),
+            }
+        ), True
 
 
 _hooked: MutableMapping[str, FunctionRuntime] = {}
@@ -152,5 +154,5 @@ def install_moto_invoke_hook(runtimes: MutableMapping[str, FunctionRuntime]) -> 
         payload, errored = invoke_as_lambda(runtime, event)
         return payload, errored, ""
 
-    LambdaFunction._invoke_lambda = _invoke_lambda
-    LambdaFunction._tidelog_hooked = True
+    setattr(LambdaFunction, "_invoke_lambda", _invoke_lambda)  # noqa: B010 - a patch, on purpose
+    setattr(LambdaFunction, "_tidelog_hooked", True)  # noqa: B010

@@ -80,10 +80,13 @@ def _declare_errors(operation: dict[str, Any]) -> None:
     responses = operation.setdefault("responses", {})
     responses.pop("422", None)
     for status, description in _ERROR_RESPONSES.items():
-        responses.setdefault(status, {
-            "description": description,
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-        })
+        responses.setdefault(
+            status,
+            {
+                "description": description,
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+            },
+        )
 
 
 def document() -> str:

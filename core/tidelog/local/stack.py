@@ -127,9 +127,11 @@ def _lambda_role(iam: Any) -> str:
     try:
         return str(iam.get_role(RoleName=name)["Role"]["Arn"])
     except ClientError:
-        trust = '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":' \
-                '{"Service":["lambda.amazonaws.com","states.amazonaws.com"]},' \
-                '"Action":"sts:AssumeRole"}]}'
+        trust = (
+            '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":'
+            '{"Service":["lambda.amazonaws.com","states.amazonaws.com"]},'
+            '"Action":"sts:AssumeRole"}]}'
+        )
         return str(iam.create_role(RoleName=name, AssumeRolePolicyDocument=trust)["Role"]["Arn"])
 
 

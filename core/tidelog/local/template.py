@@ -123,7 +123,7 @@ class Template:
             return value
         if len(value) != 1 or not next(iter(value)).startswith(("Ref", "Fn::")):
             return {k: self.resolve(v, extra) for k, v in value.items()}
-        (fn, arg), = value.items()
+        ((fn, arg),) = value.items()
         if fn == "Ref":
             return self._ref(arg)
         if fn == "Fn::GetAtt":
@@ -176,8 +176,9 @@ class Template:
         return self.resources[logical_id]
 
     def _of_type(self, kind: str) -> list[tuple[str, dict[str, Any]]]:
-        return [(lid, r.get("Properties", {})) for lid, r in self.resources.items()
-                if r["Type"] == kind]
+        return [
+            (lid, r.get("Properties", {})) for lid, r in self.resources.items() if r["Type"] == kind
+        ]
 
     # -- what to build -----------------------------------------------------------------------
 

@@ -62,9 +62,7 @@ class DynamoMetadataStore:
         if prefix is not None:
             key_condition += f" AND begins_with({expr.name('sk')}, {expr.value(prefix)})"
         elif lo is not None and hi is not None:
-            key_condition += (
-                f" AND {expr.name('sk')} BETWEEN {expr.value(lo)} AND {expr.value(hi)}"
-            )
+            key_condition += f" AND {expr.name('sk')} BETWEEN {expr.value(lo)} AND {expr.value(hi)}"
         elif lo is not None:
             key_condition += f" AND {expr.name('sk')} >= {expr.value(lo)}"
         elif hi is not None:

@@ -29,7 +29,7 @@ class FaultPlan:
     after: float = 0.0
 
     def __post_init__(self) -> None:
-        self._random = random.Random(self.seed)
+        self._random = random.Random(self.seed)  # noqa: S311 - replayable, not secret
         self._lock = threading.Lock()
         self.injected = 0
 
@@ -54,8 +54,9 @@ class FaultyObjectStore:
         self.plan = plan
 
     def put(self, key: str, body: bytes, *, if_absent: bool = True) -> None:
-        self.plan.run(f"PUT {key}", lambda: self.inner.put(key, body, if_absent=if_absent),
-                      mutates=True)
+        self.plan.run(
+            f"PUT {key}", lambda: self.inner.put(key, body, if_absent=if_absent), mutates=True
+        )
 
     def get(self, key: str, start: int = 0, end: int | None = None) -> bytes:
         return self.plan.run(f"GET {key}", lambda: self.inner.get(key, start, end), mutates=False)
@@ -67,8 +68,9 @@ class FaultyObjectStore:
         self.plan.run(f"DELETE {key}", lambda: self.inner.delete(key), mutates=True)
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
-        return self.plan.run(f"LIST {prefix}", lambda: iter(list(self.inner.list(prefix))),
-                             mutates=False)
+        return self.plan.run(
+            f"LIST {prefix}", lambda: iter(list(self.inner.list(prefix))), mutates=False
+        )
 
 
 class FaultyMetadataStore:
@@ -90,9 +92,13 @@ class FaultyMetadataStore:
         limit: int | None = None,
     ) -> Iterator[Item]:
         def call() -> Iterator[Item]:
-            return iter(list(self.inner.query(
-                pk, lo=lo, hi=hi, prefix=prefix, descending=descending, limit=limit
-            )))
+            return iter(
+                list(
+                    self.inner.query(
+                        pk, lo=lo, hi=hi, prefix=prefix, descending=descending, limit=limit
+                    )
+                )
+            )
 
         return self.plan.run(f"Query {pk}", call, mutates=False)
 
@@ -100,5 +106,6 @@ class FaultyMetadataStore:
         self.plan.run(f"{type(op).__name__} {op.key}", lambda: self.inner.write(op), mutates=True)
 
     def transact(self, ops: Sequence[Write]) -> None:
-        self.plan.run(f"TransactWriteItems x{len(ops)}", lambda: self.inner.transact(ops),
-                      mutates=True)
+        self.plan.run(
+            f"TransactWriteItems x{len(ops)}", lambda: self.inner.transact(ops), mutates=True
+        )

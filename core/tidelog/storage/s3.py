@@ -55,9 +55,7 @@ class S3ObjectStore:
             raise translate(exc, f"HEAD s3://{self.bucket}/{key}") from exc
         except BotoCoreError as exc:
             raise translate(exc, f"HEAD s3://{self.bucket}/{key}") from exc
-        return ObjectInfo(
-            key, int(response["ContentLength"]), _epoch_ms(response["LastModified"])
-        )
+        return ObjectInfo(key, int(response["ContentLength"]), _epoch_ms(response["LastModified"]))
 
     def delete(self, key: str) -> None:
         try:
