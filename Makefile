@@ -24,6 +24,9 @@ lint: $(VENV)/.dev
 typecheck: $(VENV)/.dev
 	$(BIN)/mypy
 
+bench: $(VENV)/.dev  ## run the benchmarks side by side, write docs/benchmarks.md
+	$(BIN)/python -m benchmarks.run
+
 openapi: $(VENV)/.dev  ## regenerate docs/openapi.json from the handlers
 	$(BIN)/tidelog openapi > docs/openapi.json
 

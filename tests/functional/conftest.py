@@ -30,7 +30,6 @@ def function(dev, template, monkeypatch):
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("AWS_ENDPOINT_URL", dev.aws_url)
-    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
     runtime.reset()
 
     def make(logical_id: str) -> FunctionRuntime:

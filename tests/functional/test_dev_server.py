@@ -40,6 +40,28 @@ def test_the_emulator_speaks_aws_on_its_port(dev, dev_client, template):
     assert {t.name for t in template.tables()} <= set(tables)
 
 
+def test_dynamodb_streams_work_on_the_emulator(dev_client):
+    ddb, streams = dev_client("dynamodb"), dev_client("dynamodbstreams")
+    table = ddb.create_table(
+        TableName="streamed",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"},
+    )["TableDescription"]
+    ddb.put_item(TableName="streamed", Item={"pk": {"S": "member-1"}})
+    shard = streams.describe_stream(StreamArn=table["LatestStreamArn"])["StreamDescription"][
+        "Shards"
+    ][0]
+    iterator = streams.get_shard_iterator(
+        StreamArn=table["LatestStreamArn"],
+        ShardId=shard["ShardId"],
+        ShardIteratorType="TRIM_HORIZON",
+    )["ShardIterator"]
+    records = streams.get_records(ShardIterator=iterator)["Records"]
+    assert [r["dynamodb"]["NewImage"]["pk"]["S"] for r in records] == ["member-1"]
+
+
 def test_sigterm_stops_it_cleanly_and_frees_the_ports():
     process = devserver.start()
     status, output = process.stop()

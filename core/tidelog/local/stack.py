@@ -117,8 +117,6 @@ def function_environment(functions: list[Any], endpoint: str, region: str) -> di
         "AWS_ENDPOINT_URL": endpoint,
         "AWS_DEFAULT_REGION": region,
         "AWS_REGION": region,
-        # Metrics are CloudWatch EMF lines; locally they would only clutter the console.
-        "POWERTOOLS_METRICS_DISABLED": "true",
     }
 
 
