@@ -47,18 +47,22 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    try:
+        from tidelog.local import dev, openapi  # noqa: PLC0415 - the local extra, on demand
+    except ImportError as exc:
+        print(
+            f"tidelog {args.command} needs the local extra: pip install 'tidelog[local]' ({exc})",
+            file=sys.stderr,
+        )
+        return 2
     if args.command == "dev":
-        from tidelog.local import dev  # noqa: PLC0415 - needs the local extra
-
         try:
             dev.run(args.host, args.api_port, args.aws_port)
         except OSError as exc:
             print(f"tidelog dev: {exc}", file=sys.stderr)
             return 1
         return 0
-    from tidelog.local import openapi  # noqa: PLC0415
-
-    print(openapi.document())
+    print(openapi.document(), end="")
     return 0
 
 

@@ -4,7 +4,6 @@ AWS's DynamoDB Local when it is installed. A fake that drifts from the real thin
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -36,8 +35,3 @@ def objects(request: pytest.FixtureRequest) -> Any:
         return MemoryObjectStore(clock_ms=lambda: next(_ticks))
     client = request.getfixturevalue("dev_client")("s3")
     return S3ObjectStore(client, new_bucket(client))
-
-
-@pytest.fixture
-def meta_factory(meta: Any) -> Callable[[], Any]:
-    return lambda: meta

@@ -20,6 +20,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -230,8 +231,6 @@ def _message(start_response: StartResponse, status: int, message: str) -> list[b
 
 
 def _reason(status: int) -> str:
-    from http import HTTPStatus  # noqa: PLC0415
-
     try:
         return HTTPStatus(status).phrase
     except ValueError:

@@ -115,14 +115,14 @@ class Template:
             raise TemplateError(f"the local stack has no ARN for {logical_id} ({kind})")
         return arns[kind]
 
-    def resolve(self, value: Any, extra: Mapping[str, str] | None = None) -> Any:
+    def resolve(self, value: Any) -> Any:
         """``value`` with every intrinsic function replaced by its local value."""
         if isinstance(value, list):
-            return [self.resolve(v, extra) for v in value]
+            return [self.resolve(v) for v in value]
         if not isinstance(value, dict):
             return value
         if len(value) != 1 or not next(iter(value)).startswith(("Ref", "Fn::")):
-            return {k: self.resolve(v, extra) for k, v in value.items()}
+            return {k: self.resolve(v) for k, v in value.items()}
         ((fn, arg),) = value.items()
         if fn == "Ref":
             return self._ref(arg)
@@ -130,11 +130,10 @@ class Template:
             return self._get_att(*arg)
         if fn == "Fn::Sub":
             text, variables = (arg, {}) if isinstance(arg, str) else arg
-            local = {k: str(self.resolve(v, extra)) for k, v in variables.items()}
-            return self._substitute(text, {**(extra or {}), **local})
+            return self._substitute(text, {k: str(self.resolve(v)) for k, v in variables.items()})
         if fn == "Fn::Join":
             separator, parts = arg
-            return separator.join(str(self.resolve(p, extra)) for p in parts)
+            return separator.join(str(self.resolve(p)) for p in parts)
         raise TemplateError(f"the local stack does not evaluate {fn}")
 
     def _ref(self, name: str) -> str:

@@ -6,8 +6,6 @@ from collections.abc import Mapping, Sequence
 
 from tidelog.errors import ConflictError, InvalidRequestError, NotFoundError, RetriableError
 
-Item = Mapping[str, object]
-
 
 class ObjectExistsError(ConflictError):
     """A conditional PUT found an object at the key already (S3 answers 412)."""
@@ -32,7 +30,7 @@ class ConditionFailedError(ConflictError):
         message: str,
         *,
         failed: Sequence[int] = (),
-        current: Mapping[int, Item | None] | None = None,
+        current: Mapping[int, Mapping[str, object] | None] | None = None,
     ) -> None:
         super().__init__(message)
         self.failed = tuple(failed)

@@ -19,7 +19,6 @@ Item = Mapping[str, object]
 
 MAX_TRANSACTION_WRITES = 100
 MAX_ITEM_BYTES = 400 * 1024
-KEY_ATTRS = ("pk", "sk")
 
 CompareOp = Literal["=", "<>", "<", "<=", ">", ">="]
 
