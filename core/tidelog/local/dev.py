@@ -64,7 +64,8 @@ def start(host: str, api_port: int, aws_port: int, region: str = "us-east-1") ->
 def run(host: str, api_port: int, aws_port: int) -> None:
     """Start, print where everything runs, serve until SIGINT or SIGTERM."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    for chatty in ("werkzeug", "botocore", "boto3"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
     stopping = threading.Event()
 
     def request_stop(signum: int, frame: FrameType | None) -> None:
@@ -98,7 +99,7 @@ tidelog {__version__} dev - cluster {cluster_id}
 Try it:
   curl -s {api}/v1/cluster
   AWS_ENDPOINT_URL={aws} AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test \\
-    AWS_DEFAULT_REGION={stack.template.region} python -c \\
+    AWS_DEFAULT_REGION={stack.template.region} python3 -c \\
     "import boto3; print(boto3.client('dynamodb').scan(TableName='{stack.table}')['Items'])"
 
 Ctrl-C stops it.
