@@ -93,20 +93,11 @@ class DynamoMetadataStore:
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def write(self, op: Put | Delete) -> None:
-        request: dict[str, Any] = {"TableName": self.table}
         if isinstance(op, Put):
             check_item(op.item)
-            request["Item"] = _encode(op.item)
-        else:
-            request["Key"] = _key(op.pk, op.sk)
-        if op.condition is not None:
-            expr = _Expression()
-            request["ConditionExpression"] = expr.render(op.condition)
-            request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-            request.update(expr.arguments())
         call = self._ddb.put_item if isinstance(op, Put) else self._ddb.delete_item
         try:
-            call(**request)
+            call(**self._request(op))
         except ClientError as exc:
             if error_code(exc) == "ConditionalCheckFailedException":
                 old = exc.response.get("Item")
@@ -141,18 +132,22 @@ class DynamoMetadataStore:
             raise translate(exc, f"TransactWriteItems {self.table}") from exc
 
     def _transact_item(self, op: Write) -> dict[str, Any]:
-        body: dict[str, Any] = {"TableName": self.table}
+        kind = {Put: "Put", Delete: "Delete", Check: "ConditionCheck"}[type(op)]
+        return {kind: self._request(op)}
+
+    def _request(self, op: Write) -> dict[str, Any]:
+        """The request body of one write: PutItem, DeleteItem or a transaction's element."""
+        request: dict[str, Any] = {"TableName": self.table}
         if isinstance(op, Put):
-            body["Item"] = _encode(op.item)
+            request["Item"] = _encode(op.item)
         else:
-            body["Key"] = _key(op.pk, op.sk)
+            request["Key"] = _key(op.pk, op.sk)
         if op.condition is not None:
             expr = _Expression()
-            body["ConditionExpression"] = expr.render(op.condition)
-            body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-            body.update(expr.arguments())
-        kind = {Put: "Put", Delete: "Delete", Check: "ConditionCheck"}[type(op)]
-        return {kind: body}
+            request["ConditionExpression"] = expr.render(op.condition)
+            request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+            request.update(expr.arguments())
+        return request
 
 
 class _Expression:
