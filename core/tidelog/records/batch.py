@@ -1,0 +1,531 @@
+"""Kafka's RecordBatch, magic v2: read, validate, build.
+
+The batch, as Kafka writes it (seed 001, §5.3.1)::
+
+    baseOffset:           int64
+    batchLength:          int32   bytes after this field
+    partitionLeaderEpoch: int32   not covered by the CRC: a broker may rewrite it
+    magic:                int8    2
+    crc:                  uint32  CRC-32C of everything after it (attributes to the end)
+    attributes:           int16   bits 0-2 compression, 3 timestamp type, 4 transactional,
+                                  5 control, 6 delete horizon set
+    lastOffsetDelta:      int32
+    baseTimestamp:        int64   (firstTimestamp; the delete horizon when bit 6 is set)
+    maxTimestamp:         int64
+    producerId:           int64
+    producerEpoch:        int16
+    baseSequence:         int32
+    recordCount:          int32
+    records:              [Record], compressed as one block after recordCount if compressed
+
+and each record (§5.3.2)::
+
+    length: varint, attributes: int8, timestampDelta: varlong, offsetDelta: varint,
+    keyLength: varint, key, valueLength: varint, value, headerCount: varint,
+    headers: [headerKeyLength: varint, headerKey: utf-8, headerValueLength: varint, value]
+
+Reading never re-encodes: :class:`RecordBatch` is a view over the bytes it was given. Offsets are
+assigned at commit, so :func:`with_base_offset` rewrites the 8-byte baseOffset, which sits
+outside the CRC, and nothing else.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from tidelog.records import compression as codecs
+from tidelog.records.crc import crc32c
+from tidelog.records.errors import CorruptRecordError, InvalidRecordError
+from tidelog.records.varint import (
+    INT32_MAX,
+    ZIGZAG_BYTE,
+    decode_varint,
+    decode_varlong,
+    encode_varint,
+)
+
+HEADER = struct.Struct(
+    ">q"  # baseOffset
+    "i"  # batchLength
+    "i"  # partitionLeaderEpoch
+    "b"  # magic
+    "I"  # crc
+    "h"  # attributes
+    "i"  # lastOffsetDelta
+    "q"  # baseTimestamp
+    "q"  # maxTimestamp
+    "q"  # producerId
+    "h"  # producerEpoch
+    "i"  # baseSequence
+    "i"  # recordCount
+)
+HEADER_SIZE = HEADER.size  # 61
+LOG_OVERHEAD = 12  # baseOffset and batchLength: the bytes batchLength does not count
+MAGIC_OFFSET = 16
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21  # where the CRC starts
+BASE_OFFSET = struct.Struct(">q")
+LEADER_EPOCH = struct.Struct(">i")
+RECORDS_COUNT_OFFSET = HEADER_SIZE - 4
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_BIT = 0x08
+TRANSACTIONAL_BIT = 0x10
+CONTROL_BIT = 0x20
+DELETE_HORIZON_BIT = 0x40
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+NO_TIMESTAMP = -1
+
+TIMESTAMP_TYPES = ("create", "log_append")
+
+
+class Record(NamedTuple):
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+class ControlRecord(NamedTuple):
+    """The key and value of a transaction marker (seed 001, §5.3.1.1)."""
+
+    version: int
+    type: str  # "ABORT" or "COMMIT"
+    coordinator_epoch: int
+
+
+class RecordBatch:
+    """One v2 batch over ``buf[pos : pos + size_in_bytes]``; the header is parsed on creation,
+    records only when asked."""
+
+    __slots__ = (
+        "_buf", "_pos", "base_offset", "batch_length", "partition_leader_epoch", "magic",
+        "crc", "attributes", "last_offset_delta", "base_timestamp", "max_timestamp",
+        "producer_id", "producer_epoch", "base_sequence", "record_count",
+    )
+
+    def __init__(self, buf: bytes | memoryview, pos: int = 0) -> None:
+        if len(buf) - pos < HEADER_SIZE:
+            raise CorruptRecordError(
+                f"{len(buf) - pos} bytes cannot hold a batch header of {HEADER_SIZE}"
+            )
+        (
+            self.base_offset, self.batch_length, self.partition_leader_epoch, self.magic,
+            self.crc, self.attributes, self.last_offset_delta, self.base_timestamp,
+            self.max_timestamp, self.producer_id, self.producer_epoch, self.base_sequence,
+            self.record_count,
+        ) = HEADER.unpack_from(buf, pos)
+        if self.magic != 2:
+            raise InvalidRecordError(f"batch at byte {pos} has magic {self.magic}, not 2")
+        if self.batch_length < HEADER_SIZE - LOG_OVERHEAD:
+            raise CorruptRecordError(f"batch length {self.batch_length} is below the minimum")
+        if pos + LOG_OVERHEAD + self.batch_length > len(buf):
+            raise CorruptRecordError("batch runs past the end of the data")
+        self._buf = buf
+        self._pos = pos
+
+    # -- Kafka's fields, by Kafka's names ------------------------------------------------
+
+    @property
+    def size_in_bytes(self) -> int:
+        return LOG_OVERHEAD + self.batch_length
+
+    @property
+    def compression(self) -> str:
+        return codecs.codec_name(self.attributes & COMPRESSION_MASK)
+
+    @property
+    def timestamp_type(self) -> str:
+        return TIMESTAMP_TYPES[bool(self.attributes & TIMESTAMP_TYPE_BIT)]
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_BIT)
+
+    @property
+    def is_control_batch(self) -> bool:
+        return bool(self.attributes & CONTROL_BIT)
+
+    @property
+    def first_timestamp(self) -> int:
+        """baseTimestamp (the seed's firstTimestamp): record timestamps are deltas from it."""
+        return self.base_timestamp
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """KIP-534: when the cleaner set bit 6, baseTimestamp holds the tombstones' horizon."""
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_BIT else None
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    @property
+    def last_sequence(self) -> int:
+        return increment_sequence(self.base_sequence, self.last_offset_delta)
+
+    @property
+    def buffer(self) -> memoryview:
+        """The batch's bytes, exactly as stored."""
+        return memoryview(self._buf)[self._pos : self._pos + self.size_in_bytes]
+
+    def computed_crc(self) -> int:
+        start = self._pos + ATTRIBUTES_OFFSET
+        return crc32c(memoryview(self._buf)[start : self._pos + self.size_in_bytes])
+
+    def is_valid(self) -> bool:
+        """Header and CRC only: what the write path checks before storing bytes."""
+        return self.record_count >= 0 and self.computed_crc() == self.crc
+
+    def validate(self, *, decompressed_limit: int = codecs.DEFAULT_DECOMPRESSED_LIMIT) -> None:
+        """Everything: CRC, compression, every record's framing and varints, the record count,
+        offsets increasing within lastOffsetDelta. Raises CorruptRecordError if anything is off."""
+        if self.computed_crc() != self.crc:
+            raise CorruptRecordError(
+                f"batch at offset {self.base_offset}: CRC {self.computed_crc():#010x} "
+                f"computed, {self.crc:#010x} stored"
+            )
+        if self.record_count < 0:
+            raise CorruptRecordError(f"negative record count {self.record_count}")
+        if self.attributes & ~0x7F:
+            raise InvalidRecordError(f"unknown attribute bits in {self.attributes:#06x}")
+        records = self.records(decompressed_limit=decompressed_limit)
+        previous = -1
+        for record in records:
+            delta = record.offset - self.base_offset
+            if delta <= previous or delta > self.last_offset_delta:
+                raise CorruptRecordError(
+                    f"record offset delta {delta} out of order (after {previous}, "
+                    f"last {self.last_offset_delta})"
+                )
+            previous = delta
+
+    def records(
+        self, *, decompressed_limit: int = codecs.DEFAULT_DECOMPRESSED_LIMIT
+    ) -> list[Record]:
+        """The records, offsets absolute. With LogAppendTime every record carries the batch's
+        maxTimestamp, as Kafka's readers do."""
+        start = self._pos + HEADER_SIZE
+        body = bytes(memoryview(self._buf)[start : self._pos + self.size_in_bytes])
+        codec = self.attributes & COMPRESSION_MASK
+        if codec:
+            body = codecs.decompress(
+                codecs.codec_name(codec), body, decompressed_limit
+            )
+        log_append = (
+            self.max_timestamp if self.attributes & TIMESTAMP_TYPE_BIT else None
+        )
+        return decode_records(
+            body, self.record_count, self.base_offset, self.base_timestamp, log_append
+        )
+
+    def control_record(self) -> ControlRecord:
+        """The marker a control batch holds."""
+        if not self.is_control_batch:
+            raise InvalidRecordError("not a control batch")
+        (record,) = self.records()
+        return decode_control_record(record)
+
+    def __repr__(self) -> str:
+        return (
+            f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
+            f"records={self.record_count}, compression={self.compression!r})"
+        )
+
+
+def decode_records(
+    data: bytes,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None = None,
+) -> list[Record]:
+    """``count`` records from ``data`` (decompressed), which they must fill exactly.
+
+    The hot loop of every consumer: one-byte varints (the common case) are read inline through a
+    table; anything longer, and every error path, goes through :func:`decode_varint`.
+    """
+    zz = ZIGZAG_BYTE
+    new_record = Record._make
+    out: list[Record] = []
+    append = out.append
+    end = len(data)
+    pos = 0
+    try:
+        for _ in range(count):
+            b = data[pos]
+            if b < 0x80:
+                length = zz[b]
+                pos += 1
+            else:
+                length, pos = decode_varint(data, pos)
+            record_end = pos + length
+            if length < 6 or record_end > end:
+                raise CorruptRecordError(f"record length {length} at byte {pos} is impossible")
+            pos += 1  # attributes, unused
+            b = data[pos]
+            if b < 0x80:
+                timestamp_delta = zz[b]
+                pos += 1
+            else:
+                timestamp_delta, pos = decode_varlong(data, pos)
+            b = data[pos]
+            if b < 0x80:
+                offset_delta = zz[b]
+                pos += 1
+            else:
+                offset_delta, pos = decode_varint(data, pos)
+            b = data[pos]
+            if b < 0x80:
+                size = zz[b]
+                pos += 1
+            else:
+                size, pos = decode_varint(data, pos)
+            if size >= 0:
+                key: bytes | None = data[pos : pos + size]
+                pos += size
+            elif size == -1:
+                key = None
+            else:
+                raise CorruptRecordError(f"negative key length {size}")
+            b = data[pos]
+            if b < 0x80:
+                size = zz[b]
+                pos += 1
+            else:
+                size, pos = decode_varint(data, pos)
+            if size >= 0:
+                value: bytes | None = data[pos : pos + size]
+                pos += size
+            elif size == -1:
+                value = None
+            else:
+                raise CorruptRecordError(f"negative value length {size}")
+            b = data[pos]
+            if b == 0:
+                headers: tuple[tuple[str, bytes | None], ...] = ()
+                pos += 1
+            else:
+                headers, pos = _decode_headers(data, pos)
+            if pos != record_end:
+                raise CorruptRecordError(
+                    f"record ends at byte {pos} but its length says {record_end}"
+                )
+            append(new_record((
+                base_offset + offset_delta,
+                base_timestamp + timestamp_delta if log_append_time is None else log_append_time,
+                key,
+                value,
+                headers,
+            )))
+    except IndexError as exc:
+        raise CorruptRecordError("records run past the end of the batch") from exc
+    if pos != end:
+        raise CorruptRecordError(
+            f"batch holds {end - pos} bytes after its {count} records: the count is wrong"
+        )
+    return out
+
+
+def _decode_headers(data: bytes, pos: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    count, pos = decode_varint(data, pos)
+    if count < 0:
+        raise CorruptRecordError(f"negative header count {count}")
+    headers = []
+    for _ in range(count):
+        size, pos = decode_varint(data, pos)
+        if size < 0:
+            raise CorruptRecordError("a header key may not be null")
+        if pos + size > len(data):
+            raise CorruptRecordError("header key runs past the end of the record")
+        try:
+            name = data[pos : pos + size].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CorruptRecordError("header key is not UTF-8") from exc
+        pos += size
+        size, pos = decode_varint(data, pos)
+        if size >= 0:
+            if pos + size > len(data):
+                raise CorruptRecordError("header value runs past the end of the record")
+            value: bytes | None = data[pos : pos + size]
+            pos += size
+        elif size == -1:
+            value = None
+        else:
+            raise CorruptRecordError(f"negative header value length {size}")
+        headers.append((name, value))
+    return tuple(headers), pos
+
+
+_CONTROL_KEY = struct.Struct(">hh")
+_CONTROL_VALUE = struct.Struct(">hi")
+CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
+
+
+def decode_control_record(record: Record) -> ControlRecord:
+    if record.key is None or len(record.key) < _CONTROL_KEY.size:
+        raise CorruptRecordError("control record key too short")
+    version, kind = _CONTROL_KEY.unpack_from(record.key)
+    if kind not in CONTROL_TYPES:
+        raise InvalidRecordError(f"unknown control record type {kind}")
+    epoch = -1
+    if record.value is not None and len(record.value) >= _CONTROL_VALUE.size:
+        _, epoch = _CONTROL_VALUE.unpack_from(record.value)
+    return ControlRecord(version, CONTROL_TYPES[kind], epoch)
+
+
+def control_record_bytes(kind: str, coordinator_epoch: int) -> tuple[bytes, bytes]:
+    """(key, value) of a transaction marker."""
+    codes = {name: code for code, name in CONTROL_TYPES.items()}
+    return _CONTROL_KEY.pack(0, codes[kind]), _CONTROL_VALUE.pack(0, coordinator_epoch)
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """Kafka's DefaultRecordBatch.incrementSequence: sequences wrap at Integer.MAX_VALUE."""
+    if sequence == NO_SEQUENCE:
+        return NO_SEQUENCE
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+def with_base_offset(batch: bytes | bytearray | memoryview, base_offset: int) -> bytes:
+    """The batch with its baseOffset rewritten. The CRC stays valid: it starts after."""
+    out = bytearray(batch)
+    BASE_OFFSET.pack_into(out, 0, base_offset)
+    return bytes(out)
+
+
+def with_partition_leader_epoch(batch: bytes | bytearray | memoryview, epoch: int) -> bytes:
+    out = bytearray(batch)
+    LEADER_EPOCH.pack_into(out, 12, epoch)
+    return bytes(out)
+
+
+class RecordBatchBuilder:
+    """Builds one v2 batch, as a Kafka producer does."""
+
+    def __init__(
+        self,
+        compression: str = "none",
+        *,
+        base_offset: int = 0,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+        base_sequence: int = NO_SEQUENCE,
+        is_transactional: bool = False,
+        is_control_batch: bool = False,
+        timestamp_type: str = "create",
+        partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+        clock_ms: Callable[[], int] | None = None,
+    ) -> None:
+        if timestamp_type not in TIMESTAMP_TYPES:
+            raise ValueError(f"timestamp_type must be one of {TIMESTAMP_TYPES}")
+        self._codec = compression
+        self._attributes = (
+            codecs.codec_id(compression)
+            | (TIMESTAMP_TYPE_BIT if timestamp_type == "log_append" else 0)
+            | (TRANSACTIONAL_BIT if is_transactional else 0)
+            | (CONTROL_BIT if is_control_batch else 0)
+        )
+        self._base_offset = base_offset
+        self._producer = (producer_id, producer_epoch, base_sequence)
+        self._leader_epoch = partition_leader_epoch
+        self._clock_ms = clock_ms or _wall_clock_ms
+        self._body = bytearray()
+        self._count = 0
+        self._base_timestamp: int | None = None
+        self._max_timestamp = NO_TIMESTAMP
+        self._last_delta = -1
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def size_estimate(self) -> int:
+        """Bytes of the batch so far, before compression."""
+        return HEADER_SIZE + len(self._body)
+
+    def append(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[tuple[str, bytes | None]] = (),
+        timestamp: int | None = None,
+        *,
+        offset_delta: int | None = None,
+    ) -> None:
+        """Add a record. ``offset_delta`` defaults to the next one; a larger one leaves a gap,
+        as compaction and conversion of old message sets do."""
+        if timestamp is None:
+            timestamp = self._clock_ms()
+        if offset_delta is None:
+            offset_delta = self._last_delta + 1
+        elif offset_delta <= self._last_delta:
+            raise ValueError(f"offset delta {offset_delta} does not follow {self._last_delta}")
+        if self._base_timestamp is None:
+            self._base_timestamp = timestamp
+        record = bytearray(b"\x00")  # attributes
+        record += encode_varint(timestamp - self._base_timestamp)
+        record += encode_varint(offset_delta)
+        _append_bytes(record, key)
+        _append_bytes(record, value)
+        record += encode_varint(len(headers))
+        for name, header_value in headers:
+            _append_bytes(record, name.encode("utf-8"))
+            _append_bytes(record, header_value)
+        self._body += encode_varint(len(record))
+        self._body += record
+        self._count += 1
+        self._max_timestamp = max(self._max_timestamp, timestamp)
+        self._last_delta = offset_delta
+
+    def build(self, *, log_append_time: int | None = None) -> bytes:
+        """The batch's bytes. ``log_append_time`` sets maxTimestamp, for LogAppendTime topics."""
+        if not self._count:
+            raise ValueError("a batch needs at least one record")
+        body = codecs.compress(self._codec, bytes(self._body))
+        producer_id, producer_epoch, base_sequence = self._producer
+        max_timestamp = self._max_timestamp if log_append_time is None else log_append_time
+        header = bytearray(HEADER.pack(
+            self._base_offset,
+            HEADER_SIZE - LOG_OVERHEAD + len(body),
+            self._leader_epoch,
+            2,
+            0,
+            self._attributes,
+            self._last_delta,
+            self._base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            self._count,
+        ))
+        out = header + body
+        struct.pack_into(">I", out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
+        return bytes(out)
+
+
+def _append_bytes(out: bytearray, data: bytes | None) -> None:
+    if data is None:
+        out += b"\x01"  # zig-zag -1
+    else:
+        out += encode_varint(len(data))
+        out += data
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
