@@ -15,6 +15,7 @@ from tidelog.records.batch import (
     RecordBatch,
     RecordBatchBuilder,
     with_base_offset,
+    with_log_append_time,
     with_partition_leader_epoch,
 )
 from tidelog.records.errors import (
@@ -23,6 +24,7 @@ from tidelog.records.errors import (
     RecordTooLargeError,
     UnsupportedCompressionError,
 )
+from tidelog.records.legacy import LegacyBatch
 from tidelog.records.reader import BatchReader, iter_batches
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "ControlRecord",
     "CorruptRecordError",
     "InvalidRecordError",
+    "LegacyBatch",
     "Record",
     "RecordBatch",
     "RecordBatchBuilder",
@@ -37,5 +40,6 @@ __all__ = [
     "UnsupportedCompressionError",
     "iter_batches",
     "with_base_offset",
+    "with_log_append_time",
     "with_partition_leader_epoch",
 ]

@@ -67,6 +67,7 @@ LOG_OVERHEAD = 12  # baseOffset and batchLength: the bytes batchLength does not 
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21  # where the CRC starts
+MAX_TIMESTAMP_OFFSET = 35
 BASE_OFFSET = struct.Struct(">q")
 LEADER_EPOCH = struct.Struct(">i")
 RECORDS_COUNT_OFFSET = HEADER_SIZE - 4
@@ -107,9 +108,21 @@ class RecordBatch:
     records only when asked."""
 
     __slots__ = (
-        "_buf", "_pos", "base_offset", "batch_length", "partition_leader_epoch", "magic",
-        "crc", "attributes", "last_offset_delta", "base_timestamp", "max_timestamp",
-        "producer_id", "producer_epoch", "base_sequence", "record_count",
+        "_buf",
+        "_pos",
+        "attributes",
+        "base_offset",
+        "base_sequence",
+        "base_timestamp",
+        "batch_length",
+        "crc",
+        "last_offset_delta",
+        "magic",
+        "max_timestamp",
+        "partition_leader_epoch",
+        "producer_epoch",
+        "producer_id",
+        "record_count",
     )
 
     def __init__(self, buf: bytes | memoryview, pos: int = 0) -> None:
@@ -118,9 +131,18 @@ class RecordBatch:
                 f"{len(buf) - pos} bytes cannot hold a batch header of {HEADER_SIZE}"
             )
         (
-            self.base_offset, self.batch_length, self.partition_leader_epoch, self.magic,
-            self.crc, self.attributes, self.last_offset_delta, self.base_timestamp,
-            self.max_timestamp, self.producer_id, self.producer_epoch, self.base_sequence,
+            self.base_offset,
+            self.batch_length,
+            self.partition_leader_epoch,
+            self.magic,
+            self.crc,
+            self.attributes,
+            self.last_offset_delta,
+            self.base_timestamp,
+            self.max_timestamp,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
             self.record_count,
         ) = HEADER.unpack_from(buf, pos)
         if self.magic != 2:
@@ -221,12 +243,8 @@ class RecordBatch:
         body = bytes(memoryview(self._buf)[start : self._pos + self.size_in_bytes])
         codec = self.attributes & COMPRESSION_MASK
         if codec:
-            body = codecs.decompress(
-                codecs.codec_name(codec), body, decompressed_limit
-            )
-        log_append = (
-            self.max_timestamp if self.attributes & TIMESTAMP_TYPE_BIT else None
-        )
+            body = codecs.decompress(codecs.codec_name(codec), body, decompressed_limit)
+        log_append = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_BIT else None
         return decode_records(
             body, self.record_count, self.base_offset, self.base_timestamp, log_append
         )
@@ -245,7 +263,7 @@ class RecordBatch:
         )
 
 
-def decode_records(
+def decode_records(  # noqa: PLR0912, PLR0915 - the hot loop, inlined on purpose
     data: bytes,
     count: int,
     base_offset: int,
@@ -349,13 +367,19 @@ def decode_records(
                 raise CorruptRecordError(
                     f"record ends at byte {pos} but its length says {record_end}"
                 )
-            append(new_record((
-                base_offset + offset_delta,
-                base_timestamp + timestamp_delta if log_append_time is None else log_append_time,
-                key,
-                value,
-                headers,
-            )))
+            append(
+                new_record(
+                    (
+                        base_offset + offset_delta,
+                        base_timestamp + timestamp_delta
+                        if log_append_time is None
+                        else log_append_time,
+                        key,
+                        value,
+                        headers,
+                    )
+                )
+            )
     except IndexError as exc:
         raise CorruptRecordError("records run past the end of the batch") from exc
     if pos != end:
@@ -431,6 +455,18 @@ def with_base_offset(batch: bytes | bytearray | memoryview, base_offset: int) ->
     """The batch with its baseOffset rewritten. The CRC stays valid: it starts after."""
     out = bytearray(batch)
     BASE_OFFSET.pack_into(out, 0, base_offset)
+    return bytes(out)
+
+
+def with_log_append_time(batch: bytes | bytearray | memoryview, timestamp: int) -> bytes:
+    """Kafka's ``setMaxTimestamp(LOG_APPEND_TIME, t)``: the broker's one rewrite of a batch.
+    Sets the timestamp-type bit and maxTimestamp, so every record reads as ``timestamp``, and
+    recomputes the CRC (both fields are inside it)."""
+    out = bytearray(batch)
+    (attributes,) = struct.unpack_from(">h", out, ATTRIBUTES_OFFSET)
+    struct.pack_into(">h", out, ATTRIBUTES_OFFSET, attributes | TIMESTAMP_TYPE_BIT)
+    struct.pack_into(">q", out, MAX_TIMESTAMP_OFFSET, timestamp)
+    struct.pack_into(">I", out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
     return bytes(out)
 
 
@@ -525,8 +561,7 @@ class RecordBatchBuilder:
         self._body += _varint(len(record))
         self._body += record
         self._count += 1
-        if timestamp > self._max_timestamp:
-            self._max_timestamp = timestamp
+        self._max_timestamp = max(self._max_timestamp, timestamp)
         self._last_delta = offset_delta
 
     def build(self, *, log_append_time: int | None = None) -> bytes:
@@ -536,21 +571,23 @@ class RecordBatchBuilder:
         body = codecs.compress(self._codec, bytes(self._body))
         producer_id, producer_epoch, base_sequence = self._producer
         max_timestamp = self._max_timestamp if log_append_time is None else log_append_time
-        header = bytearray(HEADER.pack(
-            self._base_offset,
-            HEADER_SIZE - LOG_OVERHEAD + len(body),
-            self._leader_epoch,
-            2,
-            0,
-            self._attributes,
-            self._last_delta,
-            self._base_timestamp,
-            max_timestamp,
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            self._count,
-        ))
+        header = bytearray(
+            HEADER.pack(
+                self._base_offset,
+                HEADER_SIZE - LOG_OVERHEAD + len(body),
+                self._leader_epoch,
+                2,
+                0,
+                self._attributes,
+                self._last_delta,
+                self._base_timestamp,
+                max_timestamp,
+                producer_id,
+                producer_epoch,
+                base_sequence,
+                self._count,
+            )
+        )
         out = header + body
         struct.pack_into(">I", out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
         return bytes(out)

@@ -121,8 +121,9 @@ def _snappy_block(block: bytes, limit: int) -> bytes:
 
 
 def _lz4(data: bytes) -> bytes:
-    return bytes(lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB,
-                                    content_checksum=False))
+    return bytes(
+        lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, content_checksum=False)
+    )
 
 
 def _unlz4(data: bytes, limit: int) -> bytes:

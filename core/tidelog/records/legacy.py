@@ -127,8 +127,13 @@ class LegacyBatch:
             timestamp_type=self.timestamp_type,
         )
         for record in records:
-            builder.append(record.key, record.value, (), record.timestamp,
-                           offset_delta=record.offset - records[0].offset)
+            builder.append(
+                record.key,
+                record.value,
+                (),
+                record.timestamp,
+                offset_delta=record.offset - records[0].offset,
+            )
         return builder.build(log_append_time=self.message.timestamp if log_append else None)
 
 
@@ -153,8 +158,7 @@ def parse_message(buf: bytes | memoryview, pos: int) -> LegacyMessage:
     value, at = _bytes(buf, at, end)
     if at != end:
         raise CorruptRecordError(f"message at offset {offset} has {end - at} stray bytes")
-    return LegacyMessage(offset, magic, attributes, timestamp, key, value, crc,
-                         LOG_OVERHEAD + size)
+    return LegacyMessage(offset, magic, attributes, timestamp, key, value, crc, LOG_OVERHEAD + size)
 
 
 def _bytes(buf: bytes | memoryview, at: int, end: int) -> tuple[bytes | None, int]:
