@@ -125,6 +125,20 @@ class RecordBatch:
         "record_count",
     )
 
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
     def __init__(self, buf: bytes | memoryview, pos: int = 0) -> None:
         if len(buf) - pos < HEADER_SIZE:
             raise CorruptRecordError(
