@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import emulator
+from benchmarks import core, emulator
 
-MODULES = [emulator]
+MODULES = [core, emulator]
 OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 
 
