@@ -290,3 +290,16 @@ def test_the_buffer_is_the_batch_exactly():
     (batch,) = iter_batches(b"" + raw)
     assert bytes(batch.buffer) == raw
     assert batch.size_in_bytes == len(raw)
+
+
+def test_a_missing_crc32c_package_fails_loudly(monkeypatch):
+    import importlib
+    import sys
+
+    import tidelog.records.crc as crc_module
+
+    monkeypatch.setitem(sys.modules, "crc32c", None)  # as if it were not installed
+    with pytest.raises(ImportError, match="refuses to fall back to a pure-Python CRC"):
+        importlib.reload(crc_module)
+    monkeypatch.undo()
+    importlib.reload(crc_module)
