@@ -1,0 +1,355 @@
+"""Committing a flush: offsets are assigned here, atomically, or not at all.
+
+For each partition the object holds batches for, the commit reads the partition's head (its next
+offset) and the states of the idempotent producers involved, then *plans*: retried batches are
+recognised and keep their original offsets, new ones get the next offsets, contiguous stored
+bytes become index items. The plans of a group of partitions are written in one DynamoDB
+transaction that compare-and-sets every head, creates every index item, updates every producer
+state and checks the topic still exists. A conflict (another writer moved a head) means: re-read,
+re-plan, retry; the object never changes, since offsets are not in it.
+
+An attempt whose outcome is unknown (a timeout, or a condition failure that may be our own
+earlier attempt's success retried by botocore) is resolved by reading back: the index item at the
+planned offset either names our object and range, or it does not.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from tidelog.errors import ConflictError, RetriableError, TidelogError
+from tidelog.log import keys
+from tidelog.log.flushobject import Extent
+from tidelog.log.producers import BatchRecord, ProducerState, new_state
+from tidelog.log.topics import TOPICS_PK, Topic, UnknownTopicError
+from tidelog.log.validate import ProducedBatch
+from tidelog.storage import (
+    Check,
+    Compare,
+    ConditionFailedError,
+    ItemAbsent,
+    MetadataStore,
+    Put,
+    StorageUnavailableError,
+    Write,
+)
+from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
+
+log = logging.getLogger(__name__)
+
+
+class OffsetMismatchError(ConflictError):
+    """A conditional append's ``expected_offset`` is not the partition's end (HTTP 412)."""
+
+    http_status = 412
+
+    def __init__(self, expected: int, high_watermark: int) -> None:
+        super().__init__(
+            f"expected_offset {expected} is not the partition's end: its high watermark is "
+            f"{high_watermark}"
+        )
+        self.high_watermark = high_watermark
+
+    def to_dict(self) -> dict[str, object]:
+        return {**super().to_dict(), "high_watermark": self.high_watermark}
+
+
+@dataclass(frozen=True)
+class PartitionAppend:
+    """What one flush appends to one partition: its batches, in order, at ``extent``."""
+
+    topic: Topic
+    partition: int
+    batches: Sequence[ProducedBatch]
+    extent: Extent
+    expected_offset: int | None = None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.topic.topic_id, self.partition)
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    partition: int
+    batch_offsets: tuple[tuple[int, int], ...] = ()  # (base, last) of each batch, in order
+    error: TidelogError | None = None
+
+    @property
+    def base_offset(self) -> int:
+        return self.batch_offsets[0][0]
+
+    @property
+    def last_offset(self) -> int:
+        return self.batch_offsets[-1][1]
+
+
+@dataclass(frozen=True)
+class Run:
+    """Contiguous new batches: one index item."""
+
+    base_offset: int
+    last_offset: int
+    start: int
+    end: int
+    batches: int
+    max_timestamp: int
+
+
+@dataclass
+class Plan:
+    append: PartitionAppend
+    head: Mapping[str, object] | None
+    next_offset: int
+    runs: list[Run] = field(default_factory=list)
+    states: dict[int, tuple[ProducerState | None, ProducerState]] = field(default_factory=dict)
+    offsets: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def result(self) -> AppendResult:
+        return AppendResult(self.append.partition, tuple(self.offsets))
+
+    def writes(self, object_key: str) -> list[Write]:
+        if not self.runs:
+            return []
+        pk = keys.log_pk(*self.append.key)
+        old_next = int(str(self.head["next_offset"])) if self.head else None
+        head = {
+            "pk": pk,
+            "sk": keys.HEAD_SK,
+            "next_offset": self.next_offset,
+            "log_start_offset": int(str(self.head["log_start_offset"])) if self.head else 0,
+        }
+        writes: list[Write] = [
+            Put(head, ItemAbsent() if old_next is None else Compare("next_offset", "=", old_next))
+        ]
+        for run in self.runs:
+            writes.append(
+                Put(
+                    {
+                        "pk": pk,
+                        "sk": keys.index_sk(run.base_offset),
+                        "base_offset": run.base_offset,
+                        "last_offset": run.last_offset,
+                        "object": object_key,
+                        "start": run.start,
+                        "end": run.end,
+                        "batches": run.batches,
+                        "max_timestamp": run.max_timestamp,
+                    },
+                    ItemAbsent(),
+                )
+            )
+        for old, new in self.states.values():
+            condition = ItemAbsent() if old is None else Compare("version", "=", old.version)
+            writes.append(
+                Put(
+                    {"pk": pk, "sk": keys.producer_sk(new.producer_id), **new.to_attributes()},
+                    condition,
+                )
+            )
+        return writes
+
+
+def plan(
+    append: PartitionAppend,
+    head: Mapping[str, object] | None,
+    states: Mapping[int, ProducerState],
+) -> Plan:
+    """Offsets for ``append`` given the partition's head and its producers' states (pure)."""
+    next_offset = int(str(head["next_offset"])) if head else 0
+    if append.expected_offset is not None and append.expected_offset != next_offset:
+        raise OffsetMismatchError(append.expected_offset, next_offset)
+    result = Plan(append, head, next_offset)
+    position = append.extent.start
+    current: list[int] | None = None  # [base, last, start, end, batches, max_ts]
+    for batch in append.batches:
+        size = len(batch.data)
+        if batch.idempotent:
+            old = states.get(batch.producer_id)
+            state = (
+                result.states[batch.producer_id][1]
+                if batch.producer_id in result.states
+                else (old or new_state(batch.producer_id))
+            )
+            duplicate = state.duplicate_of(
+                batch.producer_epoch, batch.base_sequence, batch.last_sequence
+            )
+            if duplicate is not None:
+                result.offsets.append((duplicate.base_offset, duplicate.last_offset))
+                _close(result, current)
+                current = None
+                position += size
+                continue
+            state.check(batch.producer_epoch, batch.base_sequence)
+        base, last = result.next_offset, result.next_offset + batch.record_count - 1
+        result.next_offset = last + 1
+        result.offsets.append((base, last))
+        if batch.idempotent:
+            record = BatchRecord(
+                batch.base_sequence, batch.last_sequence, base, last, batch.max_timestamp
+            )
+            result.states[batch.producer_id] = (old, state.appended(batch.producer_epoch, record))
+        if current is None:
+            current = [base, last, position, position + size, 1, batch.max_timestamp]
+        else:
+            current[1], current[3] = last, position + size
+            current[4] += 1
+            current[5] = max(current[5], batch.max_timestamp)
+        position += size
+    _close(result, current)
+    return result
+
+
+def _close(result: Plan, current: list[int] | None) -> None:
+    if current is not None:
+        result.runs.append(Run(*current))
+
+
+Sleep = Callable[[float], None]
+
+
+class Committer:
+    def __init__(
+        self,
+        meta: MetadataStore,
+        *,
+        sleep: Sleep,
+        jitter: Callable[[], float],
+        attempts: int = 30,
+    ) -> None:
+        self._meta = meta
+        self._sleep = sleep
+        self._jitter = jitter
+        self._attempts = attempts
+
+    def commit(
+        self, appends: Sequence[PartitionAppend], object_key: str
+    ) -> dict[tuple[str, int], AppendResult]:
+        results: dict[tuple[str, int], AppendResult] = {}
+        pending = list(appends)
+        for attempt in range(self._attempts):
+            if not pending:
+                break
+            if attempt:
+                self._sleep(min(0.2, 0.002 * 2 ** min(attempt, 7)) * (0.5 + self._jitter()))
+            plans = []
+            for append in pending:
+                try:
+                    plans.append(self._plan(append))
+                except StorageUnavailableError:
+                    continue  # read failed: try this partition again next round
+                except TidelogError as exc:
+                    results[append.key] = AppendResult(append.partition, error=exc)
+            self._write(plans, object_key, results)
+            pending = [a for a in pending if a.key not in results]
+        for append in pending:
+            results[append.key] = AppendResult(
+                append.partition,
+                error=RetriableError(
+                    f"could not commit to partition {append.partition} of {append.topic.name!r} "
+                    f"after {self._attempts} attempts: the partition is contended or storage is "
+                    "unavailable; retry"
+                ),
+            )
+        return results
+
+    def _plan(self, append: PartitionAppend) -> Plan:
+        pk = keys.log_pk(*append.key)
+        head = self._meta.get(pk, keys.HEAD_SK)
+        states = {}
+        for producer_id in {b.producer_id for b in append.batches if b.idempotent}:
+            item = self._meta.get(pk, keys.producer_sk(producer_id))
+            if item is not None:
+                states[producer_id] = ProducerState.from_attributes(producer_id, dict(item))
+        return plan(append, head, states)
+
+    def _write(
+        self, plans: list[Plan], object_key: str, results: dict[tuple[str, int], AppendResult]
+    ) -> None:
+        """Write the plans in transactions; record what committed in ``results``."""
+        for group in _transactions(plans, object_key):
+            writes, owners = _group_writes(group, object_key)
+            if not any(isinstance(owner, Plan) for owner in owners):
+                for p in group:  # nothing to write: every batch was a retry
+                    results[p.append.key] = p.result
+                continue
+            try:
+                self._meta.transact(writes)
+            except ConditionFailedError as exc:
+                gone = {owners[i] for i in exc.failed if isinstance(owners[i], str)}
+                self._settle(group, object_key, results, gone)
+            except StorageUnavailableError as exc:
+                if exc.ambiguous:
+                    self._settle(group, object_key, results, set())
+            else:
+                for p in group:
+                    results[p.append.key] = p.result
+
+    def _settle(
+        self,
+        group: list[Plan],
+        object_key: str,
+        results: dict[tuple[str, int], AppendResult],
+        deleted_topics: set[str | Plan],
+    ) -> None:
+        """After a failed or uncertain attempt: what is known to be done or impossible."""
+        for p in group:
+            if p.append.topic.topic_id in deleted_topics:
+                error = UnknownTopicError(f"topic {p.append.topic.name!r} was deleted")
+                results[p.append.key] = AppendResult(p.append.partition, error=error)
+            elif self._landed(p, object_key):
+                results[p.append.key] = p.result
+
+    def _landed(self, p: Plan, object_key: str) -> bool:
+        """Did an earlier attempt of exactly this plan commit? Its first index item says."""
+        if not p.runs:
+            return False
+        run = p.runs[0]
+        try:
+            item = self._meta.get(keys.log_pk(*p.append.key), keys.index_sk(run.base_offset))
+        except StorageUnavailableError:
+            return False
+        return (
+            item is not None and item.get("object") == object_key and item.get("start") == run.start
+        )
+
+
+def _group_writes(group: list[Plan], object_key: str) -> tuple[list[Write], list[Plan | str]]:
+    """The group's writes, and who each belongs to: a plan, or (a topic id) a topic check."""
+    writes: list[Write] = []
+    owners: list[Plan | str] = []
+    topics = sorted(
+        {p.append.topic.name: p.append.topic for p in group}.values(), key=lambda t: t.name
+    )
+    for topic in topics:
+        writes.append(Check(TOPICS_PK, topic.name, Compare("topic_id", "=", topic.topic_id)))
+        owners.append(topic.topic_id)
+    for p in group:
+        for write in p.writes(object_key):
+            writes.append(write)
+            owners.append(p)
+    return writes, owners
+
+
+def _transactions(plans: list[Plan], object_key: str) -> list[list[Plan]]:
+    """Plans grouped so each group's writes (plus a topic check each) fit one transaction."""
+    groups: list[list[Plan]] = []
+    size = 0
+    topics: set[str] = set()
+    for p in plans:
+        need = len(p.writes(object_key)) + (0 if p.append.topic.topic_id in topics else 1)
+        if not groups or size + need > MAX_TRANSACTION_WRITES:
+            groups.append([])
+            size, topics = 0, set()
+            need = len(p.writes(object_key)) + 1
+        if need > MAX_TRANSACTION_WRITES:
+            raise RetriableError(
+                f"partition {p.append.partition}: too many producers in one request; split it"
+            )
+        groups[-1].append(p)
+        topics.add(p.append.topic.topic_id)
+        size += need
+    return groups

@@ -1,0 +1,58 @@
+"""Every key tidelog writes, in one place (names never reach a key; topic ids do).
+
+Metadata items (one table, ``pk``/``sk``)::
+
+    ("topics", <name>)                              the topic
+    ("log#<topic_id>#<partition>", "head")          next offset (high watermark), log start
+    ("log#<topic_id>#<partition>", "idx#<offset>")  a committed run of batches: object and range
+    ("log#<topic_id>#<partition>", "pid#<id>")      an idempotent producer's last five batches
+    ("producers", "next-id")                        the producer id allocator
+    ("orphans", <object key>)                       objects written but never committed
+
+Objects: ``data/flush/<YYYYMMDDHH>/<uuid>`` (one per flush, many partitions).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+OFFSET_WIDTH = 20  # Kafka's segment file names: 20 digits
+HEAD_SK = "head"
+INDEX_PREFIX = "idx#"
+PRODUCER_PREFIX = "pid#"
+PRODUCERS_PK = "producers"
+ORPHANS_PK = "orphans"
+_LOG_PK = re.compile(r"log#([0-9a-f-]{36})#(\d+)")
+
+
+def log_pk(topic_id: str, partition: int) -> str:
+    return f"log#{topic_id}#{partition}"
+
+
+def parse_log_pk(pk: str) -> tuple[str, int]:
+    match = _LOG_PK.fullmatch(pk)
+    if match is None:
+        raise ValueError(f"not a log key: {pk!r}")
+    return match.group(1), int(match.group(2))
+
+
+def index_sk(base_offset: int) -> str:
+    if not 0 <= base_offset < 10**OFFSET_WIDTH:
+        raise ValueError(f"offset {base_offset} out of range")
+    return f"{INDEX_PREFIX}{base_offset:0{OFFSET_WIDTH}d}"
+
+
+def parse_index_sk(sk: str) -> int:
+    if not sk.startswith(INDEX_PREFIX) or len(sk) != len(INDEX_PREFIX) + OFFSET_WIDTH:
+        raise ValueError(f"not an index key: {sk!r}")
+    return int(sk[len(INDEX_PREFIX) :])
+
+
+def producer_sk(producer_id: int) -> str:
+    return f"{PRODUCER_PREFIX}{producer_id:0{OFFSET_WIDTH}d}"
+
+
+def flush_object_key(written_ms: int, unique: str) -> str:
+    hour = time.strftime("%Y%m%d%H", time.gmtime(written_ms / 1000))
+    return f"data/flush/{hour}/{unique}"

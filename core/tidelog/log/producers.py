@@ -1,0 +1,108 @@
+"""Idempotent producers, as Kafka's ProducerStateManager judges their batches.
+
+Per producer and partition the log keeps the producer's epoch and its last five batches
+(sequence range and offsets). A batch whose sequences match a kept batch of the same epoch is a
+retry: it is not written again, and its original offsets are returned. Otherwise it must carry
+the current or a newer epoch (INVALID_PRODUCER_EPOCH) and continue the sequence without a gap
+(OUT_OF_ORDER_SEQUENCE_NUMBER); a new epoch, or a producer the partition has not seen, starts at 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tidelog.errors import InvalidRequestError
+from tidelog.records.varint import INT32_MAX
+
+RETAINED_BATCHES = 5
+
+
+class OutOfOrderSequenceError(InvalidRequestError):
+    default_kafka_error = "OUT_OF_ORDER_SEQUENCE_NUMBER"
+
+
+class InvalidProducerEpochError(InvalidRequestError):
+    default_kafka_error = "INVALID_PRODUCER_EPOCH"
+
+
+@dataclass(frozen=True)
+class BatchRecord:
+    first_sequence: int
+    last_sequence: int
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+
+
+@dataclass(frozen=True)
+class ProducerState:
+    producer_id: int
+    epoch: int
+    batches: tuple[BatchRecord, ...] = field(default_factory=tuple)
+    version: int = 0
+
+    @property
+    def last_sequence(self) -> int:
+        return self.batches[-1].last_sequence if self.batches else -1
+
+    def duplicate_of(self, epoch: int, first: int, last: int) -> BatchRecord | None:
+        if epoch != self.epoch:
+            return None
+        for kept in self.batches:
+            if (kept.first_sequence, kept.last_sequence) == (first, last):
+                return kept
+        return None
+
+    def check(self, epoch: int, first: int) -> None:
+        """Raise unless a new batch from ``epoch`` starting at ``first`` may be appended."""
+        if epoch < self.epoch:
+            raise InvalidProducerEpochError(
+                f"Producer {self.producer_id}'s epoch {epoch} is older than the current "
+                f"{self.epoch}: it has been fenced"
+            )
+        if epoch > self.epoch or not self.batches:
+            if first != 0:
+                raise OutOfOrderSequenceError(
+                    f"Out of order sequence number for producer {self.producer_id} at epoch "
+                    f"{epoch}: {first} (expected 0)"
+                )
+            return
+        if not in_sequence(self.last_sequence, first):
+            raise OutOfOrderSequenceError(
+                f"Out of order sequence number for producer {self.producer_id} at epoch "
+                f"{epoch}: {first} (incoming seq. number), {self.last_sequence} (current end "
+                "sequence number)"
+            )
+
+    def appended(self, epoch: int, batch: BatchRecord) -> ProducerState:
+        kept = self.batches if epoch == self.epoch else ()
+        return ProducerState(
+            self.producer_id, epoch, (*kept, batch)[-RETAINED_BATCHES:], self.version + 1
+        )
+
+    def to_attributes(self) -> dict[str, object]:
+        return {
+            "epoch": self.epoch,
+            "version": self.version,
+            "batches": [
+                [b.first_sequence, b.last_sequence, b.base_offset, b.last_offset, b.max_timestamp]
+                for b in self.batches
+            ],
+        }
+
+    @classmethod
+    def from_attributes(cls, producer_id: int, item: dict[str, object]) -> ProducerState:
+        raw = item.get("batches")
+        batches = (
+            tuple(BatchRecord(*(int(v) for v in b)) for b in raw) if isinstance(raw, list) else ()
+        )
+        return cls(producer_id, int(str(item["epoch"])), batches, int(str(item["version"])))
+
+
+def new_state(producer_id: int) -> ProducerState:
+    return ProducerState(producer_id, -1, (), 0)
+
+
+def in_sequence(last: int, first: int) -> bool:
+    """Kafka's inSequence: the next sequence, wrapping from Integer.MAX_VALUE to 0."""
+    return first == last + 1 or (last == INT32_MAX and first == 0)

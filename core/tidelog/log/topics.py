@@ -1,0 +1,190 @@
+"""Topics: Kafka's naming rules (pure) and their items in the metadata store.
+
+A topic is one item ``("topics", name)``: its id (a UUID, the only thing object keys and log
+items ever name), partition count and the configs set on it (defaults are not stored). Partition
+counts only grow, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+
+from tidelog.errors import ConflictError, InvalidRequestError, NotFoundError
+from tidelog.log import configs as topic_configs
+from tidelog.storage import (
+    Compare,
+    ConditionFailedError,
+    Delete,
+    ItemAbsent,
+    MetadataStore,
+    Put,
+    all_of,
+)
+
+LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+MAX_NAME = 249
+MAX_PARTITIONS = 10_000
+TOPICS_PK = "topics"
+
+
+class InvalidTopicError(InvalidRequestError):
+    default_kafka_error = "INVALID_TOPIC_EXCEPTION"
+
+
+class InvalidPartitionsError(InvalidRequestError):
+    default_kafka_error = "INVALID_PARTITIONS"
+
+
+class TopicExistsError(ConflictError):
+    default_kafka_error = "TOPIC_ALREADY_EXISTS"
+
+
+class UnknownTopicError(NotFoundError):
+    default_kafka_error = "UNKNOWN_TOPIC_OR_PARTITION"
+
+
+def validate_name(name: object) -> str:
+    """Kafka's Topic.validate: 1-249 of ``[a-zA-Z0-9._-]``, and not ``.`` or ``..``."""
+    if not isinstance(name, str) or not name:
+        raise InvalidTopicError("Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise InvalidTopicError('Topic name cannot be "." or ".."')
+    if len(name) > MAX_NAME:
+        raise InvalidTopicError(
+            f"Topic name is illegal, it can't be longer than {MAX_NAME} characters, "
+            f"topic name: {name[:50]}..."
+        )
+    if not LEGAL.fullmatch(name):
+        raise InvalidTopicError(
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
+            "alphanumerics, '.', '_' and '-'"
+        )
+    return name
+
+
+def validate_partitions(count: object) -> int:
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_PARTITIONS:
+        raise InvalidPartitionsError(
+            f"Number of partitions must be an integer from 1 to {MAX_PARTITIONS}, not {count!r}"
+        )
+    return count
+
+
+@dataclass(frozen=True)
+class Topic:
+    name: str
+    topic_id: str
+    partitions: int
+    configs: Mapping[str, str] = field(default_factory=dict)
+    created_ms: int = 0
+    version: int = 0  # bumped by every change: the compare-and-set that orders them
+
+    @property
+    def effective_configs(self) -> dict[str, str]:
+        return topic_configs.effective(self.configs)
+
+    def config(self, name: str) -> str:
+        return self.effective_configs[name]
+
+    def check_partition(self, partition: int) -> None:
+        if not 0 <= partition < self.partitions:
+            raise UnknownTopicError(
+                f"topic {self.name!r} has no partition {partition} (it has {self.partitions})"
+            )
+
+    def to_item(self) -> dict[str, object]:
+        return {
+            "pk": TOPICS_PK,
+            "sk": self.name,
+            "topic_id": self.topic_id,
+            "partitions": self.partitions,
+            "configs": dict(self.configs),
+            "created_ms": self.created_ms,
+            "version": self.version,
+        }
+
+    @classmethod
+    def from_item(cls, item: Mapping[str, object]) -> Topic:
+        raw_configs = item.get("configs")
+        configs = raw_configs if isinstance(raw_configs, dict) else {}
+        return cls(
+            name=str(item["sk"]),
+            topic_id=str(item["topic_id"]),
+            partitions=int(str(item["partitions"])),
+            configs={str(k): str(v) for k, v in configs.items()},
+            created_ms=int(str(item.get("created_ms", 0))),
+            version=int(str(item.get("version", 0))),
+        )
+
+
+class Topics:
+    """Topic administration on the metadata store."""
+
+    def __init__(self, meta: MetadataStore, clock_ms: Callable[[], int]) -> None:
+        self._meta = meta
+        self._clock_ms = clock_ms
+
+    def create(self, name: object, partitions: object, configs: Mapping[str, object]) -> Topic:
+        topic = Topic(
+            name=validate_name(name),
+            topic_id=str(uuid.uuid4()),
+            partitions=validate_partitions(partitions),
+            configs=topic_configs.validate_configs(configs),
+            created_ms=self._clock_ms(),
+        )
+        try:
+            self._meta.write(Put(topic.to_item(), ItemAbsent()))
+        except ConditionFailedError as exc:
+            raise TopicExistsError(f"Topic '{topic.name}' already exists.") from exc
+        return topic
+
+    def get(self, name: str) -> Topic:
+        item = self._meta.get(TOPICS_PK, validate_name(name))
+        if item is None:
+            raise UnknownTopicError(f"This server does not host this topic: {name}")
+        return Topic.from_item(item)
+
+    def list(self) -> Iterator[Topic]:
+        return (Topic.from_item(item) for item in self._meta.query(TOPICS_PK))
+
+    def delete(self, name: str) -> Topic:
+        topic = self.get(name)
+        try:
+            self._meta.write(Delete(TOPICS_PK, name, Compare("topic_id", "=", topic.topic_id)))
+        except ConditionFailedError as exc:
+            raise UnknownTopicError(f"This server does not host this topic: {name}") from exc
+        return topic
+
+    def alter_configs(self, name: str, changes: Mapping[str, object | None]) -> Topic:
+        """Kafka's incremental alter: set what is given, reset what is given as null."""
+        topic = self.get(name)
+        to_set = topic_configs.validate_configs({k: v for k, v in changes.items() if v is not None})
+        for key in changes:
+            if key not in topic_configs.CONFIGS:
+                raise topic_configs.InvalidConfigError(f"unknown topic config {key!r}")
+        configs = {k: v for k, v in topic.configs.items() if k not in changes} | to_set
+        return self._replace(topic, replace(topic, configs=configs))
+
+    def add_partitions(self, name: str, count: object) -> Topic:
+        topic = self.get(name)
+        new_count = validate_partitions(count)
+        if new_count <= topic.partitions:
+            raise InvalidPartitionsError(
+                f"Topic currently has {topic.partitions} partitions, which is higher than or "
+                f"equal to the requested {new_count}."
+            )
+        return self._replace(topic, replace(topic, partitions=new_count))
+
+    def _replace(self, old: Topic, new: Topic) -> Topic:
+        new = replace(new, version=old.version + 1)
+        condition = all_of(
+            Compare("topic_id", "=", old.topic_id), Compare("version", "=", old.version)
+        )
+        try:
+            self._meta.write(Put(new.to_item(), condition))
+        except ConditionFailedError as exc:
+            raise ConflictError(f"topic {old.name!r} changed meanwhile; retry") from exc
+        return new

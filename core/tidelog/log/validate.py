@@ -1,0 +1,103 @@
+"""What a produce request's batches must be before anything is stored (Kafka's LogValidator,
+for magic 2 as tidelog accepts it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tidelog.errors import InvalidRequestError
+from tidelog.records import (
+    CorruptRecordError,
+    InvalidRecordError,
+    LegacyBatch,
+    RecordBatch,
+    RecordTooLargeError,
+    iter_batches,
+    with_log_append_time,
+)
+
+
+class InvalidTimestampError(InvalidRequestError):
+    default_kafka_error = "INVALID_TIMESTAMP"
+
+
+@dataclass(frozen=True)
+class ProducedBatch:
+    """One validated batch, with what the commit needs to know of it."""
+
+    data: bytes
+    record_count: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    last_sequence: int
+
+    @property
+    def idempotent(self) -> bool:
+        return self.producer_id >= 0
+
+
+def validate_batches(
+    body: bytes, *, max_message_bytes: int, log_append_time: int | None
+) -> list[ProducedBatch]:
+    """The batches of ``body``, each validated; ``log_append_time`` stamps them (LogAppendTime
+    topics: the one case where the bytes change). Raises a 4xx error naming the first problem."""
+    if not body:
+        raise CorruptRecordError("the request holds no record batch")
+    reader = iter_batches(body)
+    batches = []
+    for batch in reader:
+        if isinstance(batch, LegacyBatch):
+            raise InvalidRecordError(
+                f"message format v{batch.magic} is not accepted for produce; send magic 2"
+            )
+        batches.append(_validate(batch, max_message_bytes, log_append_time))
+    if reader.trailing_bytes:
+        raise CorruptRecordError(
+            f"the request ends inside a batch ({reader.trailing_bytes} bytes left over)"
+        )
+    return batches
+
+
+def _validate(
+    batch: RecordBatch, max_message_bytes: int, log_append_time: int | None
+) -> ProducedBatch:
+    if batch.size_in_bytes > max_message_bytes:
+        raise RecordTooLargeError(
+            f"The request included a message larger than the max message size the server will "
+            f"accept: batch of {batch.size_in_bytes} bytes, max.message.bytes "
+            f"{max_message_bytes}"
+        )
+    if batch.is_control_batch:
+        raise InvalidRecordError("control batches are written by the log, never produced")
+    if batch.is_transactional:
+        raise InvalidRequestError("transactional batches are not supported by tidelog")
+    batch.validate()
+    records = batch.records()
+    if not records:
+        raise InvalidRecordError("a produced batch must hold at least one record")
+    if batch.last_offset_delta != len(records) - 1 or any(
+        r.offset != batch.base_offset + i for i, r in enumerate(records)
+    ):
+        raise InvalidRecordError("produced record offsets must run 0, 1, 2, ... within a batch")
+    if any(r.timestamp < 0 for r in records):
+        raise InvalidTimestampError("record timestamps must not be negative")
+    if batch.timestamp_type == "create" and batch.max_timestamp != max(
+        r.timestamp for r in records
+    ):
+        raise InvalidTimestampError("the batch's maxTimestamp does not match its records")
+    if batch.producer_id >= 0 and (batch.producer_epoch < 0 or batch.base_sequence < 0):
+        raise InvalidRecordError("an idempotent batch needs a producer epoch and base sequence")
+    data = bytes(batch.buffer)
+    if log_append_time is not None:
+        data = with_log_append_time(data, log_append_time)
+    return ProducedBatch(
+        data=data,
+        record_count=len(records),
+        max_timestamp=log_append_time if log_append_time is not None else batch.max_timestamp,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        last_sequence=batch.last_sequence,
+    )

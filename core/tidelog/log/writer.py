@@ -1,0 +1,129 @@
+"""The write path: validated batches in, committed offsets out.
+
+    stage the flush object on local disk -> PUT it (If-None-Match: *) -> commit -> offsets
+
+Nothing is acknowledged before the commit. An object whose every partition failed to commit is
+recorded as an orphan for garbage collection (this path never deletes).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from tidelog.errors import RetriableError
+from tidelog.log import flushobject, keys
+from tidelog.log.commit import AppendResult, Committer, PartitionAppend, Sleep
+from tidelog.log.staging import StagingArea
+from tidelog.log.topics import Topic
+from tidelog.log.validate import ProducedBatch
+from tidelog.storage import (
+    MetadataStore,
+    ObjectExistsError,
+    ObjectStore,
+    Put,
+    StorageUnavailableError,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AppendRequest:
+    topic: Topic
+    partition: int
+    batches: Sequence[ProducedBatch]
+    expected_offset: int | None = None
+
+
+class Writer:
+    def __init__(
+        self,
+        meta: MetadataStore,
+        objects: ObjectStore,
+        staging: StagingArea,
+        *,
+        clock_ms: Callable[[], int],
+        sleep: Sleep,
+        jitter: Callable[[], float],
+        new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+        put_attempts: int = 5,
+    ) -> None:
+        self._meta = meta
+        self._objects = objects
+        self._staging = staging
+        self._clock_ms = clock_ms
+        self._sleep = sleep
+        self._new_id = new_id
+        self._put_attempts = put_attempts
+        self._committer = Committer(meta, sleep=sleep, jitter=jitter)
+
+    def append(self, requests: Sequence[AppendRequest]) -> list[AppendResult]:
+        """One flush: every request's batches in one object, committed per partition.
+        Results come back in request order, each with its own batches' offsets; requests for
+        one partition succeed or fail together."""
+        merged: dict[tuple[str, int], list[ProducedBatch]] = {}
+        topics: dict[tuple[str, int], Topic] = {}
+        expected: dict[tuple[str, int], int | None] = {}
+        slices = []  # each request's batches within its partition's merged list
+        for request in requests:
+            key = (request.topic.topic_id, request.partition)
+            batches = merged.setdefault(key, [])
+            slices.append((key, len(batches), len(batches) + len(request.batches)))
+            batches.extend(request.batches)
+            topics[key] = request.topic
+            expected[key] = request.expected_offset
+        body, extents = flushobject.encode(
+            {key: [b.data for b in batches] for key, batches in merged.items()}
+        )
+        object_key = keys.flush_object_key(self._clock_ms(), self._new_id())
+        staged = self._staging.stage(object_key, body)
+        try:
+            self._put(object_key, body)
+        except StorageUnavailableError as exc:
+            self._staging.remove(staged)
+            error = RetriableError(f"could not store the batches: {exc.message}; retry")
+            return [AppendResult(r.partition, error=error) for r in requests]
+        appends = [
+            PartitionAppend(
+                topics[(e.topic_id, e.partition)],
+                e.partition,
+                merged[(e.topic_id, e.partition)],
+                e,
+                expected[(e.topic_id, e.partition)],
+            )
+            for e in extents
+        ]
+        results = self._committer.commit(appends, object_key)
+        if all(r.error is not None for r in results.values()):
+            self._record_orphan(object_key)
+        self._staging.remove(staged)
+        return [
+            replace(results[key], batch_offsets=results[key].batch_offsets[start:end])
+            if results[key].error is None else results[key]
+            for key, start, end in slices
+        ]
+
+    def _put(self, object_key: str, body: bytes) -> None:
+        for attempt in range(self._put_attempts):
+            try:
+                self._objects.put(object_key, body)
+                return
+            except ObjectExistsError:
+                if attempt:  # our earlier attempt landed: the key is ours alone
+                    return
+                raise
+            except StorageUnavailableError:
+                if attempt == self._put_attempts - 1:
+                    raise
+                self._sleep(0.01 * 2**attempt)
+
+    def _record_orphan(self, object_key: str) -> None:
+        try:
+            self._meta.write(
+                Put({"pk": keys.ORPHANS_PK, "sk": object_key, "recorded_ms": self._clock_ms()})
+            )
+        except Exception:  # best effort: reconciliation finds unreferenced objects anyway
+            log.warning("could not record orphan object %s", object_key, exc_info=True)
