@@ -8,6 +8,7 @@ error is always ``{"error", "error_code", "message", "retriable"}`` with Kafka's
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -15,7 +16,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
-from tidelog.errors import KAFKA_ERRORS, TidelogError
+from tidelog.errors import KAFKA_ERRORS, InvalidRequestError, TidelogError
 
 logger = Logger(service="tidelog")
 
@@ -45,6 +46,27 @@ def _invalid_request(exc: RequestValidationError) -> Response[str]:
             "retriable": False,
         },
     )
+
+
+def raw_body(app: APIGatewayRestResolver) -> bytes:
+    """The request body as bytes. Binary bodies (a binary media type) arrive base64-encoded;
+    anything else is refused rather than guessed at."""
+    event = app.current_event
+    if not event.is_base64_encoded:
+        raise UnsupportedMediaTypeError(
+            "send the batches with Content-Type: application/vnd.kafka.record-batch"
+        )
+    return base64.b64decode(event.body or "")
+
+
+def json_response(status: int, body: object) -> Response[str]:
+    return Response(
+        status_code=status, content_type=content_types.APPLICATION_JSON, body=json.dumps(body)
+    )
+
+
+class UnsupportedMediaTypeError(InvalidRequestError):
+    http_status = 415
 
 
 def error_response(status: int, body: dict[str, Any]) -> Response[str]:

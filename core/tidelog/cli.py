@@ -11,6 +11,7 @@ from tidelog import __version__
 
 
 def _port(name: str, default: int) -> int:
+    """A whole number from the environment (ports and milliseconds), checked."""
     value = os.environ.get(name, "")
     if not value:
         return default
@@ -41,6 +42,14 @@ def parser() -> argparse.ArgumentParser:
         help="port of the AWS emulator (default $TIDELOG_AWS_PORT or 4566, LocalStack's)",
     )
 
+    dev.add_argument(
+        "--flush-ms",
+        type=int,
+        default=_port("TIDELOG_FLUSH_MS", 10),
+        help="group commit window in ms; 0 flushes every request alone, as Lambda does "
+        "(default $TIDELOG_FLUSH_MS or 10)",
+    )
+
     commands.add_parser("openapi", help="print the API's OpenAPI document, built from the code")
     return top
 
@@ -57,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "dev":
         try:
-            dev.run(args.host, args.api_port, args.aws_port)
+            dev.run(args.host, args.api_port, args.aws_port, args.flush_ms)
         except OSError as exc:
             print(f"tidelog dev: {exc}", file=sys.stderr)
             return 1

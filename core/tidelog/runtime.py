@@ -1,4 +1,5 @@
-"""What a function's process builds once and reuses across invocations: settings and stores.
+"""What a function's process builds once and reuses across invocations: settings, stores, the
+write path.
 
 Handlers ask for these; tests and ``tidelog dev`` point them elsewhere through the environment
 and ``reset()``.
@@ -7,14 +8,23 @@ and ``reset()``.
 from __future__ import annotations
 
 import functools
+import logging
 import os
+import random
 import time
 
 from tidelog import aws
+from tidelog.log import keys, staging
+from tidelog.log.groupcommit import GroupCommitter
+from tidelog.log.topics import Topics
+from tidelog.log.writer import Writer
+from tidelog.partitioner import DefaultPartitioner
 from tidelog.settings import Settings
-from tidelog.storage import MetadataStore, ObjectStore
+from tidelog.storage import MetadataStore, ObjectStore, Put
 from tidelog.storage.dynamodb import DynamoMetadataStore
 from tidelog.storage.s3 import S3ObjectStore
+
+log = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -39,8 +49,40 @@ def clock_ms() -> int:
 random_bytes = os.urandom
 
 
+@functools.cache
+def topics() -> Topics:
+    return Topics(metadata_store(), clock_ms)
+
+
+@functools.cache
+def partitioner() -> DefaultPartitioner:
+    return DefaultPartitioner()
+
+
+@functools.cache
+def appender() -> Writer | GroupCommitter:
+    """The write path: recovers the staging area first (once per process)."""
+    config = settings()
+    report = staging.recover(config.staging_dir)
+    for key in report.orphan_keys:
+        metadata_store().write(Put({"pk": keys.ORPHANS_PK, "sk": key, "recorded_ms": clock_ms()}))
+    if report.entries or report.truncated_bytes:
+        log.warning("staging recovery: %s", report)
+    writer = Writer(
+        metadata_store(),
+        object_store(),
+        staging.StagingArea(config.staging_dir),
+        clock_ms=clock_ms,
+        sleep=time.sleep,
+        jitter=random.random,
+    )
+    if config.flush_ms > 0:
+        return GroupCommitter(writer, flush_ms=config.flush_ms, flush_bytes=config.flush_bytes)
+    return writer
+
+
 def reset() -> None:
-    """Forget cached settings and stores (the environment changed)."""
-    for cached in (settings, metadata_store, object_store):
+    """Forget cached settings, stores and the write path (the environment changed)."""
+    for cached in (settings, metadata_store, object_store, topics, partitioner, appender):
         cached.cache_clear()
     aws.reset()

@@ -5,12 +5,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from tidelog.errors import InternalError
 
+DEFAULT_STAGING_DIR = "/tmp/tidelog-staging"  # noqa: S108 - Lambda's only writable disk
+DEFAULT_FLUSH_BYTES = 4 * 1024 * 1024
+
 
 class ConfigurationError(InternalError):
-    """The function was deployed without a setting it needs."""
+    """The function was deployed without a setting it needs, or with one it cannot use."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,10 +23,32 @@ class Settings:
     """DynamoDB table holding tidelog's metadata (``TIDELOG_TABLE``)."""
     bucket: str
     """S3 bucket holding the log's objects (``TIDELOG_BUCKET``)."""
+    staging_dir: Path = Path(DEFAULT_STAGING_DIR)
+    """Where flush objects are staged before upload (``TIDELOG_STAGING_DIR``)."""
+    flush_ms: int = 0
+    """Group commit window of a long-running host; 0: every request is its own flush
+    (``TIDELOG_FLUSH_MS``)."""
+    flush_bytes: int = DEFAULT_FLUSH_BYTES
+    """Flush early once this much is waiting (``TIDELOG_FLUSH_BYTES``)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Settings:
         missing = [name for name in ("TIDELOG_TABLE", "TIDELOG_BUCKET") if not environ.get(name)]
         if missing:
             raise ConfigurationError(f"missing environment variable(s): {', '.join(missing)}")
-        return cls(table=environ["TIDELOG_TABLE"], bucket=environ["TIDELOG_BUCKET"])
+        return cls(
+            table=environ["TIDELOG_TABLE"],
+            bucket=environ["TIDELOG_BUCKET"],
+            staging_dir=Path(environ.get("TIDELOG_STAGING_DIR") or DEFAULT_STAGING_DIR),
+            flush_ms=_number(environ, "TIDELOG_FLUSH_MS", 0),
+            flush_bytes=_number(environ, "TIDELOG_FLUSH_BYTES", DEFAULT_FLUSH_BYTES),
+        )
+
+
+def _number(environ: Mapping[str, str], name: str, default: int) -> int:
+    value = environ.get(name, "")
+    if not value:
+        return default
+    if not value.isdigit():
+        raise ConfigurationError(f"{name}={value!r} is not a whole number")
+    return int(value)

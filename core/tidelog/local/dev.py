@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import tempfile
 import threading
 from dataclasses import dataclass
 from types import FrameType
@@ -39,12 +40,19 @@ class DevServer:
         self.emulator.stop()
 
 
-def start(host: str, api_port: int, aws_port: int, region: str = "us-east-1") -> DevServer:
+def start(
+    host: str, api_port: int, aws_port: int, *, flush_ms: int = 10, region: str = "us-east-1"
+) -> DevServer:
+    """``flush_ms`` is the group commit window: this host is long-running, unlike a Lambda."""
     emulator = Emulator(host, aws_port)
     emulator.start()
     try:
         template = Template(template_path(), region=region)
-        stack = deploy(template, emulator.url)
+        overrides = {
+            "TIDELOG_FLUSH_MS": str(flush_ms),
+            "TIDELOG_STAGING_DIR": tempfile.mkdtemp(prefix="tidelog-staging-"),
+        }
+        stack = deploy(template, emulator.url, overrides)
         runtime.reset()
         gateway = Gateway(
             template.routes(),
@@ -61,7 +69,7 @@ def start(host: str, api_port: int, aws_port: int, region: str = "us-east-1") ->
     return DevServer(emulator, stack, api, thread)
 
 
-def run(host: str, api_port: int, aws_port: int) -> None:
+def run(host: str, api_port: int, aws_port: int, flush_ms: int) -> None:
     """Start, print where everything runs, serve until SIGINT or SIGTERM."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     for chatty in ("werkzeug", "botocore", "boto3"):
@@ -73,7 +81,7 @@ def run(host: str, api_port: int, aws_port: int) -> None:
 
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
-    server = start(host, api_port, aws_port)
+    server = start(host, api_port, aws_port, flush_ms=flush_ms)
     try:
         info = describe_cluster(
             runtime.metadata_store(), clock_ms=runtime.clock_ms, random_bytes=runtime.random_bytes

@@ -56,9 +56,10 @@ def aws_client(service: str, endpoint: str, region: str) -> Any:
     )
 
 
-def deploy(template: Template, endpoint: str) -> Stack:
+def deploy(template: Template, endpoint: str, overrides: Mapping[str, str] | None = None) -> Stack:
     """Create every bucket, table, function and state machine of ``template`` at ``endpoint``,
-    and point this process's environment (and so the functions') at them."""
+    and point this process's environment (and so the functions') at them; ``overrides`` are
+    settings of the local host that the template leaves to the platform."""
     region = template.region
     s3 = aws_client("s3", endpoint, region)
     for bucket in template.buckets():
@@ -72,7 +73,7 @@ def deploy(template: Template, endpoint: str) -> Stack:
         create_table(ddb, table.name, table.properties)
 
     functions = template.functions()
-    environment = function_environment(functions, endpoint, region)
+    environment = {**function_environment(functions, endpoint, region), **(overrides or {})}
     os.environ.update(environment)
     role = _lambda_role(aws_client("iam", endpoint, region))
     lam = aws_client("lambda", endpoint, region)

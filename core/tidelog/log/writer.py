@@ -102,7 +102,8 @@ class Writer:
         self._staging.remove(staged)
         return [
             replace(results[key], batch_offsets=results[key].batch_offsets[start:end])
-            if results[key].error is None else results[key]
+            if results[key].error is None
+            else results[key]
             for key, start, end in slices
         ]
 

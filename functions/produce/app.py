@@ -1,0 +1,172 @@
+"""Produce function: records in, offsets out, acknowledged only once committed.
+
+POST /v1/topics/{topic}/records                     JSON records, placed by the partitioner
+POST /v1/topics/{topic}/partitions/{p}/batches      RecordBatch v2 bytes, kept as sent
+POST /v1/producers                                  a producer id for idempotent produce
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.metrics import MetricUnit
+from pydantic import BaseModel, Field, StrictInt
+
+from tidelog import api, runtime
+from tidelog.errors import TidelogError
+from tidelog.log.commit import AppendResult
+from tidelog.log.produce import (
+    log_append_time,
+    parse_json_records,
+    parse_raw,
+    plan_json_produce,
+)
+from tidelog.log.producer_ids import allocate_producer_id
+from tidelog.log.writer import AppendRequest
+
+app = api.resolver()
+logger = Logger(service="tidelog-produce")
+metrics = Metrics(namespace="tidelog", service="produce")
+
+
+class Header(BaseModel):
+    key: str
+    value: str | None = None
+
+
+class JsonRecord(BaseModel):
+    key: str | None = None
+    value: str | None = None
+    headers: list[Header] = Field(default_factory=list)
+    partition: StrictInt | None = None
+    timestamp: StrictInt | None = None
+
+
+class ProduceRecords(BaseModel):
+    records: list[JsonRecord]
+    encoding: Literal["utf8", "base64"] = "utf8"
+    expected_offset: Annotated[StrictInt, Field(ge=0)] | None = None
+
+
+class RecordOffset(BaseModel):
+    partition: int
+    offset: int
+    timestamp: int
+
+
+class RecordError(BaseModel):
+    error: str
+    error_code: int
+    message: str
+
+
+class ProduceResult(BaseModel):
+    offsets: list[RecordOffset | RecordError]
+
+
+class BatchesResult(BaseModel):
+    partition: int
+    base_offset: int
+    last_offset: int
+    log_append_time: int
+
+
+class ProducerIdentity(BaseModel):
+    producer_id: int
+    producer_epoch: int
+
+
+def _failed(error: TidelogError) -> RecordOffset:
+    return RecordOffset(
+        error=error.kafka_error.name, error_code=error.kafka_error.code, message=error.message
+    )
+
+
+@app.post("/v1/topics/<topic>/records", summary="Produce JSON records")
+def produce_records(topic: str, body: ProduceRecords) -> ProduceResult:
+    found = runtime.topics().get(topic)
+    now = runtime.clock_ms()
+    records = parse_json_records(
+        [r.model_dump(exclude_unset=True) for r in body.records], body.encoding
+    )
+    partitioner = runtime.partitioner()
+    plan = plan_json_produce(
+        found,
+        records,
+        partitioner,
+        now,
+        expected_offset=body.expected_offset,
+        on_append=partitioner.on_append,
+    )
+    results = runtime.appender().append(plan.requests) if plan.requests else []
+    if body.expected_offset is not None and results and results[0].error is not None:
+        raise results[0].error
+    offsets: list[RecordOffset | RecordError] = []
+    for placed, record in zip(plan.placement, records, strict=True):
+        if isinstance(placed, TidelogError):
+            offsets.append(_failed(placed))
+            continue
+        request_index, position = placed
+        result: AppendResult = results[request_index]
+        if result.error is not None:
+            offsets.append(_failed(result.error))
+            continue
+        base = result.base_offset
+        stamp = log_append_time(found, now)
+        offsets.append(
+            RecordOffset(
+                partition=plan.requests[request_index].partition,
+                offset=base + position,
+                timestamp=stamp
+                if stamp is not None
+                else (now if record.timestamp is None else record.timestamp),
+            )
+        )
+    metrics.add_metric(
+        name="RecordsProduced",
+        unit=MetricUnit.Count,
+        value=sum(1 for o in offsets if o.error is None),
+    )
+    return ProduceResult(offsets=offsets)
+
+
+@app.post(
+    "/v1/topics/<topic>/partitions/<partition>/batches",
+    summary="Produce Kafka record batches (application/vnd.kafka.record-batch)",
+)
+def produce_batches(
+    topic: str,
+    partition: int,
+    expected_offset: Annotated[int | None, Query(ge=0)] = None,
+) -> BatchesResult:
+    found = runtime.topics().get(topic)
+    found.check_partition(partition)
+    now = runtime.clock_ms()
+    batches = parse_raw(found, api.raw_body(app), now)
+    (result,) = runtime.appender().append(
+        [AppendRequest(found, partition, batches, expected_offset)]
+    )
+    if result.error is not None:
+        raise result.error
+    stamp = log_append_time(found, now)
+    metrics.add_metric(name="BatchesProduced", unit=MetricUnit.Count, value=len(batches))
+    return BatchesResult(
+        partition=partition,
+        base_offset=result.base_offset,
+        last_offset=result.last_offset,
+        log_append_time=-1 if stamp is None else stamp,
+    )
+
+
+@app.post("/v1/producers", summary="A producer id for idempotent produce")
+def init_producer() -> ProducerIdentity:
+    producer_id, epoch = allocate_producer_id(runtime.metadata_store())
+    return ProducerIdentity(producer_id=producer_id, producer_epoch=epoch)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return app.resolve(event, context)
