@@ -78,8 +78,8 @@ class ProducerIdentity(BaseModel):
     producer_epoch: int
 
 
-def _failed(error: TidelogError) -> RecordOffset:
-    return RecordOffset(
+def _failed(error: TidelogError) -> RecordError:
+    return RecordError(
         error=error.kafka_error.name, error_code=error.kafka_error.code, message=error.message
     )
 
@@ -127,7 +127,7 @@ def produce_records(topic: str, body: ProduceRecords) -> ProduceResult:
     metrics.add_metric(
         name="RecordsProduced",
         unit=MetricUnit.Count,
-        value=sum(1 for o in offsets if o.error is None),
+        value=sum(1 for o in offsets if isinstance(o, RecordOffset)),
     )
     return ProduceResult(offsets=offsets)
 
