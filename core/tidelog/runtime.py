@@ -8,23 +8,20 @@ and ``reset()``.
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import random
 import time
 
 from tidelog import aws
-from tidelog.log import keys, staging
 from tidelog.log.groupcommit import GroupCommitter
+from tidelog.log.staging import StagingArea
 from tidelog.log.topics import Topics
-from tidelog.log.writer import Writer
+from tidelog.log.writer import Writer, recover_staging
 from tidelog.partitioner import DefaultPartitioner
 from tidelog.settings import Settings
-from tidelog.storage import MetadataStore, ObjectStore, Put
+from tidelog.storage import MetadataStore, ObjectStore
 from tidelog.storage.dynamodb import DynamoMetadataStore
 from tidelog.storage.s3 import S3ObjectStore
-
-log = logging.getLogger(__name__)
 
 
 @functools.cache
@@ -63,15 +60,11 @@ def partitioner() -> DefaultPartitioner:
 def appender() -> Writer | GroupCommitter:
     """The write path: recovers the staging area first (once per process)."""
     config = settings()
-    report = staging.recover(config.staging_dir)
-    for key in report.orphan_keys:
-        metadata_store().write(Put({"pk": keys.ORPHANS_PK, "sk": key, "recorded_ms": clock_ms()}))
-    if report.entries or report.truncated_bytes:
-        log.warning("staging recovery: %s", report)
+    recover_staging(config.staging_dir, metadata_store(), clock_ms())
     writer = Writer(
         metadata_store(),
         object_store(),
-        staging.StagingArea(config.staging_dir),
+        StagingArea(config.staging_dir),
         clock_ms=clock_ms,
         sleep=time.sleep,
         jitter=random.random,

@@ -12,11 +12,12 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from tidelog.errors import RetriableError
 from tidelog.log import flushobject, keys
 from tidelog.log.commit import AppendResult, Committer, PartitionAppend, Sleep
-from tidelog.log.staging import StagingArea
+from tidelog.log.staging import Recovery, StagingArea, recover
 from tidelog.log.topics import Topic
 from tidelog.log.validate import ProducedBatch
 from tidelog.storage import (
@@ -123,8 +124,21 @@ class Writer:
 
     def _record_orphan(self, object_key: str) -> None:
         try:
-            self._meta.write(
-                Put({"pk": keys.ORPHANS_PK, "sk": object_key, "recorded_ms": self._clock_ms()})
-            )
+            record_orphan(self._meta, object_key, self._clock_ms())
         except Exception:  # best effort: reconciliation finds unreferenced objects anyway
             log.warning("could not record orphan object %s", object_key, exc_info=True)
+
+
+def record_orphan(meta: MetadataStore, object_key: str, now_ms: int) -> None:
+    meta.write(Put({"pk": keys.ORPHANS_PK, "sk": object_key, "recorded_ms": now_ms}))
+
+
+def recover_staging(directory: Path, meta: MetadataStore, now_ms: int) -> Recovery:
+    """What a restarted host does first: recover its staging area, and record every object a
+    previous life may have uploaded without committing as an orphan for collection."""
+    report = recover(directory)
+    for key in report.orphan_keys:
+        record_orphan(meta, key, now_ms)
+    if report.entries or report.truncated_bytes:
+        log.warning("staging recovery: %s", report)
+    return report

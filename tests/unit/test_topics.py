@@ -1,0 +1,97 @@
+"""Topics and configs, with Kafka's rules (TopicTest, LogConfigTest)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tidelog.errors import ConflictError
+from tidelog.log.configs import InvalidConfigError, validate_configs
+from tidelog.log.topics import (
+    InvalidPartitionsError,
+    InvalidTopicError,
+    TopicExistsError,
+    Topics,
+    UnknownTopicError,
+    validate_name,
+)
+from tidelog.storage.memory import MemoryMetadataStore
+
+# TopicTest.testInvalidTopicNames / testTopicHasCollisionChars-style cases
+INVALID = ["", ".", "..", "a" * 250, "foo bar", "foo/bar", "foo:bar", "ü", "a,b", "a\x00"]
+VALID = ["valid", "TOPIC", "nAmEs", "ar6", "VaL1d", "_0-9_.", "...", "a" * 249, "a-b.c_d"]
+
+
+@pytest.mark.parametrize("name", INVALID)
+def test_invalid_topic_names(name):
+    with pytest.raises(InvalidTopicError) as failure:
+        validate_name(name)
+    assert failure.value.kafka_error.name == "INVALID_TOPIC_EXCEPTION"
+
+
+@pytest.mark.parametrize("name", VALID)
+def test_valid_topic_names(name):
+    assert validate_name(name) == name
+
+
+@pytest.fixture
+def topics():
+    return Topics(MemoryMetadataStore(), lambda: 42)
+
+
+def test_create_describe_list_delete(topics):
+    created = topics.create("orders", 3, {"retention.ms": 1000, "cleanup.policy": "delete,compact"})
+    assert (created.partitions, created.created_ms) == (3, 42)
+    assert created.configs == {"retention.ms": "1000", "cleanup.policy": "compact,delete"}
+    assert created.config("segment.bytes") == "1073741824"
+    assert topics.get("orders") == created
+    assert [t.name for t in topics.list()] == ["orders"]
+    with pytest.raises(TopicExistsError, match="already exists"):
+        topics.create("orders", 1, {})
+    topics.delete("orders")
+    with pytest.raises(UnknownTopicError):
+        topics.get("orders")
+    again = topics.create("orders", 1, {})
+    assert again.topic_id != created.topic_id  # a new log, never the old one's
+
+
+@pytest.mark.parametrize("count", [0, -1, 10_001, True, "3", 1.5])
+def test_invalid_partition_counts(topics, count):
+    with pytest.raises(InvalidPartitionsError):
+        topics.create("t", count, {})
+
+
+def test_partitions_only_grow(topics):
+    topics.create("t", 2, {})
+    assert topics.add_partitions("t", 5).partitions == 5
+    for count in (5, 4):
+        with pytest.raises(InvalidPartitionsError, match="higher than or equal"):
+            topics.add_partitions("t", count)
+
+
+@pytest.mark.parametrize("configs", [
+    {"retention.ms": -2}, {"retention.ms": "soon"}, {"cleanup.policy": "forever"},
+    {"message.timestamp.type": "Now"}, {"compression.type": "brotli"}, {"segment.ms": 0},
+    {"unknown.config": "1"}, {"retention.bytes": True}, {"max.message.bytes": 2**31},
+    {"cleanup.policy": "delete,delete"},
+])
+def test_invalid_configs(configs):
+    with pytest.raises(InvalidConfigError) as failure:
+        validate_configs(configs)
+    assert failure.value.kafka_error.name == "INVALID_CONFIG"
+
+
+def test_alter_sets_and_resets_configs(topics):
+    topics.create("t", 1, {"retention.ms": 5})
+    changed = topics.alter_configs("t", {"retention.ms": None, "segment.ms": 7})
+    assert changed.configs == {"segment.ms": "7"}
+    assert changed.config("retention.ms") == "604800000"
+    with pytest.raises(InvalidConfigError):
+        topics.alter_configs("t", {"nope": None})
+
+
+def test_concurrent_changes_do_not_overwrite_each_other(topics):
+    topics.create("t", 1, {})
+    stale = topics.get("t")
+    topics.alter_configs("t", {"retention.ms": 1})
+    with pytest.raises(ConflictError, match="changed meanwhile"):
+        topics._replace(stale, stale)
