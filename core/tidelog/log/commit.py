@@ -224,11 +224,14 @@ class Committer:
         self._sleep = sleep
         self._jitter = jitter
         self._attempts = attempts
+        self._referenced = False
 
     def commit(
         self, appends: Sequence[PartitionAppend], object_key: str
-    ) -> dict[tuple[str, int], AppendResult]:
+    ) -> tuple[dict[tuple[str, int], AppendResult], bool]:
+        """Each partition's result, and whether any index item now points at the object."""
         results: dict[tuple[str, int], AppendResult] = {}
+        self._referenced = False
         pending = list(appends)
         for attempt in range(self._attempts):
             if not pending:
@@ -254,7 +257,7 @@ class Committer:
                     "unavailable; retry"
                 ),
             )
-        return results
+        return results, self._referenced
 
     def _plan(self, append: PartitionAppend) -> Plan:
         pk = keys.log_pk(*append.key)
@@ -286,7 +289,7 @@ class Committer:
                     self._settle(group, object_key, results, set())
             else:
                 for p in group:
-                    results[p.append.key] = p.result
+                    self._committed(p, results)
 
     def _settle(
         self,
@@ -301,7 +304,11 @@ class Committer:
                 error = UnknownTopicError(f"topic {p.append.topic.name!r} was deleted")
                 results[p.append.key] = AppendResult(p.append.partition, error=error)
             elif self._landed(p, object_key):
-                results[p.append.key] = p.result
+                self._committed(p, results)
+
+    def _committed(self, p: Plan, results: dict[tuple[str, int], AppendResult]) -> None:
+        results[p.append.key] = p.result
+        self._referenced = self._referenced or bool(p.runs)
 
     def _landed(self, p: Plan, object_key: str) -> bool:
         """Did an earlier attempt of exactly this plan commit? Its first index item says."""

@@ -84,7 +84,7 @@ class Writer:
         try:
             self._put(object_key, body)
         except StorageUnavailableError as exc:
-            self._staging.remove(staged)
+            self._settle_unreferenced(object_key, staged)
             error = RetriableError(f"could not store the batches: {exc.message}; retry")
             return [AppendResult(r.partition, error=error) for r in requests]
         appends = [
@@ -97,10 +97,11 @@ class Writer:
             )
             for e in extents
         ]
-        results = self._committer.commit(appends, object_key)
-        if all(r.error is not None for r in results.values()):
-            self._record_orphan(object_key)
-        self._staging.remove(staged)
+        results, referenced = self._committer.commit(appends, object_key)
+        if referenced:
+            self._staging.remove(staged)
+        else:
+            self._settle_unreferenced(object_key, staged)
         return [
             replace(results[key], batch_offsets=results[key].batch_offsets[start:end])
             if results[key].error is None
@@ -122,11 +123,15 @@ class Writer:
                     raise
                 self._sleep(0.01 * 2**attempt)
 
-    def _record_orphan(self, object_key: str) -> None:
+    def _settle_unreferenced(self, object_key: str, staged: Path) -> None:
+        """No index item points at the object (nothing committed, or only retries): record it
+        for collection. Until that is done the staging file stays, for recovery to finish."""
         try:
             record_orphan(self._meta, object_key, self._clock_ms())
-        except Exception:  # best effort: reconciliation finds unreferenced objects anyway
-            log.warning("could not record orphan object %s", object_key, exc_info=True)
+        except Exception:
+            log.warning("could not record orphan %s; staging keeps it", object_key, exc_info=True)
+            return
+        self._staging.remove(staged)
 
 
 def record_orphan(meta: MetadataStore, object_key: str, now_ms: int) -> None:
