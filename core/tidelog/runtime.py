@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import random
+import threading
 import time
 
 from tidelog import aws
@@ -56,9 +57,18 @@ def partitioner() -> DefaultPartitioner:
     return DefaultPartitioner()
 
 
-@functools.cache
+_appender_lock = threading.Lock()
+
+
 def appender() -> Writer | GroupCommitter:
-    """The write path: recovers the staging area first (once per process)."""
+    """The write path, built once per process, under a lock: its staging recovery must never
+    run beside a live writer, or it would take an in-flight object for an orphan."""
+    with _appender_lock:
+        return _appender()
+
+
+@functools.cache
+def _appender() -> Writer | GroupCommitter:
     config = settings()
     recover_staging(config.staging_dir, metadata_store(), clock_ms())
     writer = Writer(
@@ -76,6 +86,6 @@ def appender() -> Writer | GroupCommitter:
 
 def reset() -> None:
     """Forget cached settings, stores and the write path (the environment changed)."""
-    for cached in (settings, metadata_store, object_store, topics, partitioner, appender):
+    for cached in (settings, metadata_store, object_store, topics, partitioner, _appender):
         cached.cache_clear()
     aws.reset()

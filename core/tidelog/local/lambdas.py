@@ -55,6 +55,10 @@ class LambdaContext:
 class FunctionRuntime:
     """One function's pool of execution environments."""
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> FunctionRuntime:
+        _isolate_powertools_resolvers()
+        return super().__new__(cls)
+
     def __init__(self, spec: FunctionSpec, arn: str, *, max_environments: int = 32) -> None:
         self.spec = spec
         self.arn = arn
@@ -116,6 +120,37 @@ def load_module(spec: FunctionSpec) -> ModuleType:
     sys.modules[name] = module  # type hints of the handler's models resolve through it
     module_spec.loader.exec_module(module)
     return module
+
+
+_isolated = False
+
+
+def _isolate_powertools_resolvers() -> None:
+    """Keep each environment's current event its own.
+
+    Powertools' resolver stores the event it is resolving on the class (``BaseRouter``), which
+    is safe in Lambda, where a process serves one invocation at a time, but not here, where
+    environments share the library and serve requests concurrently: one request would read
+    another's path, query and body. Setting the event on the resolver instance first shadows the
+    class attribute for everything that reads it through the app, and an environment (one app)
+    serves one invocation at a time. tests/functional/test_produce_api.py proves it under load.
+    """
+    global _isolated  # noqa: PLW0603 - a one-time patch of a library class
+    if _isolated:
+        return
+    from aws_lambda_powertools.event_handler.api_gateway import (  # noqa: PLC0415
+        ApiGatewayResolver,
+    )
+
+    original = ApiGatewayResolver.resolve
+
+    def resolve(self: Any, event: Any, context: Any) -> Any:
+        self.current_event = self._to_proxy_event(event)
+        self.lambda_context = context
+        return original(self, event, context)
+
+    setattr(ApiGatewayResolver, "resolve", resolve)  # noqa: B010 - a patch, on purpose
+    _isolated = True
 
 
 def invoke_as_lambda(runtime: FunctionRuntime, event: Any) -> tuple[str, bool]:
