@@ -15,10 +15,17 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ConfigDict
 
 from tidelog.errors import KAFKA_ERRORS, InvalidRequestError, TidelogError
 
 logger = Logger(service="tidelog")
+
+
+class RequestModel(BaseModel):
+    """Base of request bodies: an unknown field is a mistake to report, not to ignore."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 def resolver() -> APIGatewayRestResolver:

@@ -28,17 +28,17 @@ metrics = Metrics(namespace="tidelog", service="admin")
 ConfigValue = str | StrictInt
 
 
-class CreateTopic(BaseModel):
+class CreateTopic(api.RequestModel):
     name: str
     partitions: Annotated[StrictInt, Field(ge=1)] = 1
     configs: dict[str, ConfigValue] = Field(default_factory=dict)
 
 
-class AlterConfigs(BaseModel):
+class AlterConfigs(api.RequestModel):
     configs: dict[str, ConfigValue | None]
 
 
-class PartitionCount(BaseModel):
+class PartitionCount(api.RequestModel):
     count: StrictInt
 
 

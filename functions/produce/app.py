@@ -31,12 +31,12 @@ logger = Logger(service="tidelog-produce")
 metrics = Metrics(namespace="tidelog", service="produce")
 
 
-class Header(BaseModel):
+class Header(api.RequestModel):
     key: str
     value: str | None = None
 
 
-class JsonRecord(BaseModel):
+class JsonRecord(api.RequestModel):
     key: str | None = None
     value: str | None = None
     headers: list[Header] = Field(default_factory=list)
@@ -44,7 +44,7 @@ class JsonRecord(BaseModel):
     timestamp: StrictInt | None = None
 
 
-class ProduceRecords(BaseModel):
+class ProduceRecords(api.RequestModel):
     records: list[JsonRecord]
     encoding: Literal["utf8", "base64"] = "utf8"
     expected_offset: Annotated[StrictInt, Field(ge=0)] | None = None

@@ -38,3 +38,34 @@ def function(dev, template, monkeypatch):
 
     yield make
     runtime.reset()
+
+
+@pytest.fixture
+def rest_event(api_event):
+    """An API Gateway REST proxy event for a request, shaped like the recorded ones."""
+    import base64
+
+    def make(method, resource, path_parameters=None, body=None, content_type=None, query=None):
+        event = api_event("get_cluster")
+        path = resource
+        for name, value in (path_parameters or {}).items():
+            path = path.replace("{" + name + "}", str(value))
+        binary = isinstance(body, bytes)
+        headers = {"Content-Type": content_type} if content_type else {}
+        event.update(
+            resource=resource,
+            path=path,
+            httpMethod=method,
+            headers=headers,
+            multiValueHeaders={k: [v] for k, v in headers.items()},
+            pathParameters={k: str(v) for k, v in (path_parameters or {}).items()} or None,
+            queryStringParameters=query,
+            multiValueQueryStringParameters={k: [v] for k, v in (query or {}).items()} or None,
+            body=base64.b64encode(body).decode() if binary else body,
+            isBase64Encoded=binary,
+        )
+        event["requestContext"] = {**event["requestContext"], "resourcePath": resource,
+                                   "httpMethod": method}
+        return event
+
+    return make

@@ -303,3 +303,15 @@ def test_a_missing_crc32c_package_fails_loudly(monkeypatch):
         importlib.reload(crc_module)
     monkeypatch.undo()
     importlib.reload(crc_module)
+
+
+def test_record_attributes_are_ignored_as_java_does():
+    # Kafka reads a record's attributes as an int8 and ignores it (all bits unused).
+    # kafka-python and aiokafka read it as a varint and so reject a set top bit; we follow Java.
+    builder = RecordBatchBuilder()
+    builder.append(None, b"value", (), 1_700_000_000_000)
+    raw = bytearray(builder.build())
+    raw[62] = 0x80  # the first record's attributes, after its one-byte length
+    batch = RecordBatch(recrc(raw))
+    batch.validate()
+    assert batch.records()[0].value == b"value"

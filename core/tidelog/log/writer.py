@@ -16,7 +16,13 @@ from pathlib import Path
 
 from tidelog.errors import RetriableError
 from tidelog.log import flushobject, keys
-from tidelog.log.commit import AppendResult, Committer, PartitionAppend, Sleep
+from tidelog.log.commit import (
+    AppendResult,
+    Committer,
+    OffsetMismatchError,
+    PartitionAppend,
+    Sleep,
+)
 from tidelog.log.staging import Recovery, StagingArea, recover
 from tidelog.log.topics import Topic
 from tidelog.log.validate import ProducedBatch
@@ -65,6 +71,15 @@ class Writer:
         """One flush: every request's batches in one object, committed per partition.
         Results come back in request order, each with its own batches' offsets; requests for
         one partition succeed or fail together."""
+        stale = self._stale_expectations(requests)
+        live = [r for i, r in enumerate(requests) if i not in stale]
+        flushed = iter(self._flush(live) if live else [])
+        return [stale[i] if i in stale else next(flushed) for i in range(len(requests))]
+
+    def _flush(self, requests: Sequence[AppendRequest]) -> list[AppendResult]:
+        """One flush: every request's batches in one object, committed per partition.
+        Results come back in request order, each with its own batches' offsets; requests for
+        one partition succeed or fail together."""
         merged: dict[tuple[str, int], list[ProducedBatch]] = {}
         topics: dict[tuple[str, int], Topic] = {}
         expected: dict[tuple[str, int], int | None] = {}
@@ -76,6 +91,9 @@ class Writer:
             batches.extend(request.batches)
             topics[key] = request.topic
             expected[key] = request.expected_offset
+        mismatch = self._stale_expectations(requests)
+        if mismatch is not None:
+            return mismatch
         body, extents = flushobject.encode(
             {key: [b.data for b in batches] for key, batches in merged.items()}
         )
@@ -108,6 +126,22 @@ class Writer:
             else results[key]
             for key, start, end in slices
         ]
+
+    def _stale_expectations(self, requests: Sequence[AppendRequest]) -> dict[int, AppendResult]:
+        """Conditional appends that cannot succeed fail before anything is uploaded (the
+        commit checks again: the head may still move in between)."""
+        stale = {}
+        for i, request in enumerate(requests):
+            if request.expected_offset is None:
+                continue
+            head = self._meta.get(
+                keys.log_pk(request.topic.topic_id, request.partition), keys.HEAD_SK
+            )
+            end = int(str(head["next_offset"])) if head else 0
+            if end != request.expected_offset:
+                error = OffsetMismatchError(request.expected_offset, end)
+                stale[i] = AppendResult(request.partition, error=error)
+        return stale
 
     def _put(self, object_key: str, body: bytes) -> None:
         for attempt in range(self._put_attempts):
