@@ -77,9 +77,6 @@ class Writer:
         return [stale[i] if i in stale else next(flushed) for i in range(len(requests))]
 
     def _flush(self, requests: Sequence[AppendRequest]) -> list[AppendResult]:
-        """One flush: every request's batches in one object, committed per partition.
-        Results come back in request order, each with its own batches' offsets; requests for
-        one partition succeed or fail together."""
         merged: dict[tuple[str, int], list[ProducedBatch]] = {}
         topics: dict[tuple[str, int], Topic] = {}
         expected: dict[tuple[str, int], int | None] = {}
@@ -91,9 +88,6 @@ class Writer:
             batches.extend(request.batches)
             topics[key] = request.topic
             expected[key] = request.expected_offset
-        mismatch = self._stale_expectations(requests)
-        if mismatch is not None:
-            return mismatch
         body, extents = flushobject.encode(
             {key: [b.data for b in batches] for key, batches in merged.items()}
         )
