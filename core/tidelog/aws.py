@@ -10,27 +10,30 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import boto3
-from botocore.config import Config
-
-CLIENT_CONFIG = Config(
-    retries={"mode": "standard", "max_attempts": 3},
-    connect_timeout=2,
-    read_timeout=10,
-    max_pool_connections=32,
-    tcp_keepalive=True,
-)
-
 _clients: dict[str, Any] = {}
 _lock = threading.Lock()
 
 
 def client(service: str) -> Any:
     """The process's shared client for ``service`` (boto3 clients are thread-safe; sessions
-    are not, hence one short-lived session per client under a lock)."""
+    are not, hence one short-lived session per client under a lock).
+
+    boto3 is imported here, on first use, not when a handler module loads: it is a third of
+    a cold start, and a request that fails validation never needs it.
+    """
     with _lock:
         if service not in _clients:
-            _clients[service] = boto3.session.Session().client(service, config=CLIENT_CONFIG)
+            import boto3  # noqa: PLC0415 - deferred on purpose (cold start)
+            from botocore.config import Config  # noqa: PLC0415
+
+            config = Config(
+                retries={"mode": "standard", "max_attempts": 3},
+                connect_timeout=2,
+                read_timeout=10,
+                max_pool_connections=32,
+                tcp_keepalive=True,
+            )
+            _clients[service] = boto3.session.Session().client(service, config=config)
         return _clients[service]
 
 

@@ -21,8 +21,6 @@ from tidelog.log.writer import Writer, recover_staging
 from tidelog.partitioner import DefaultPartitioner
 from tidelog.settings import Settings
 from tidelog.storage import MetadataStore, ObjectStore
-from tidelog.storage.dynamodb import DynamoMetadataStore
-from tidelog.storage.s3 import S3ObjectStore
 
 
 @functools.cache
@@ -30,13 +28,20 @@ def settings() -> Settings:
     return Settings.from_env()
 
 
+# The adapters import boto3: they are imported when first needed, not when a handler loads.
+
+
 @functools.cache
 def metadata_store() -> MetadataStore:
+    from tidelog.storage.dynamodb import DynamoMetadataStore  # noqa: PLC0415 - cold start
+
     return DynamoMetadataStore(aws.client("dynamodb"), settings().table)
 
 
 @functools.cache
 def object_store() -> ObjectStore:
+    from tidelog.storage.s3 import S3ObjectStore  # noqa: PLC0415 - cold start
+
     return S3ObjectStore(aws.client("s3"), settings().bucket)
 
 

@@ -8,13 +8,12 @@ gigabytes in a Lambda's memory.
 
 from __future__ import annotations
 
+import functools
 import struct
 import zlib
 from collections.abc import Callable
-
-import cramjam
-import lz4.frame
-import zstandard
+from types import ModuleType
+from typing import Any
 
 from tidelog.records.errors import (
     CorruptRecordError,
@@ -27,9 +26,31 @@ DEFAULT_DECOMPRESSED_LIMIT = 64 * 1024 * 1024
 
 _XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024
-_ZSTD_COMPRESSOR = zstandard.ZstdCompressor(level=3)
-_ZSTD_DECOMPRESSOR = zstandard.ZstdDecompressor()
 _ZSTD_STEP = 1024
+
+
+# Each codec's library is imported the first time a batch needs it: most traffic uses one codec,
+# and every import is paid for in a Lambda's cold start.
+@functools.cache
+def _cramjam() -> ModuleType:
+    import cramjam  # noqa: PLC0415
+
+    return cramjam
+
+
+@functools.cache
+def _lz4_frame() -> ModuleType:
+    import lz4.frame  # noqa: PLC0415
+
+    frame: ModuleType = lz4.frame
+    return frame
+
+
+@functools.cache
+def _zstd_codec() -> tuple[Any, Any]:
+    import zstandard  # noqa: PLC0415
+
+    return zstandard.ZstdCompressor(level=3), zstandard.ZstdDecompressor()
 
 
 def codec_id(name: str) -> int:
@@ -83,7 +104,7 @@ def _snappy(data: bytes) -> bytes:
     out = bytearray(_XERIAL_HEADER)
     view = memoryview(data)
     for start in range(0, len(data), _XERIAL_BLOCK):
-        block = bytes(cramjam.snappy.compress_raw(view[start : start + _XERIAL_BLOCK]))
+        block = bytes(_cramjam().snappy.compress_raw(view[start : start + _XERIAL_BLOCK]))
         out += struct.pack(">i", len(block)) + block
     return bytes(out)
 
@@ -117,17 +138,16 @@ def _snappy_block(block: bytes, limit: int) -> bytes:
         shift += 7
     if size > limit:
         raise _too_large("snappy", limit)
-    return bytes(cramjam.snappy.decompress_raw(block))
+    return bytes(_cramjam().snappy.decompress_raw(block))
 
 
 def _lz4(data: bytes) -> bytes:
-    return bytes(
-        lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, content_checksum=False)
-    )
+    frame = _lz4_frame()
+    return bytes(frame.compress(data, block_size=frame.BLOCKSIZE_MAX64KB, content_checksum=False))
 
 
 def _unlz4(data: bytes, limit: int) -> bytes:
-    inflater = lz4.frame.LZ4FrameDecompressor()
+    inflater = _lz4_frame().LZ4FrameDecompressor()
     out = inflater.decompress(data, max_length=limit + 1)
     if len(out) > limit:
         raise _too_large("lz4", limit)
@@ -137,14 +157,14 @@ def _unlz4(data: bytes, limit: int) -> bytes:
 
 
 def _zstd(data: bytes) -> bytes:
-    return bytes(_ZSTD_COMPRESSOR.compress(data))
+    return bytes(_zstd_codec()[0].compress(data))
 
 
 def _unzstd(data: bytes, limit: int) -> bytes:
     # zstandard offers no output cap, so feed the input in small steps and stop as soon as the
     # output passes the limit. A zstd block of 4 bytes can expand to 128 KiB, so 1 KiB of input
     # yields at most 32 MiB: that bounds how far past the limit memory can go.
-    inflater = _ZSTD_DECOMPRESSOR.decompressobj()
+    inflater = _zstd_codec()[1].decompressobj()
     out = bytearray()
     view = memoryview(data)
     for start in range(0, len(data), _ZSTD_STEP):
