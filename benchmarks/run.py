@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import core, emulator
+from benchmarks import core, emulator, produce
 
-MODULES = [core, emulator]
+MODULES = [core, produce, emulator]
 OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 
 

@@ -64,8 +64,11 @@ def rest_event(api_event):
             body=base64.b64encode(body).decode() if binary else body,
             isBase64Encoded=binary,
         )
-        event["requestContext"] = {**event["requestContext"], "resourcePath": resource,
-                                   "httpMethod": method}
+        event["requestContext"] = {
+            **event["requestContext"],
+            "resourcePath": resource,
+            "httpMethod": method,
+        }
         return event
 
     return make

@@ -44,7 +44,7 @@ def structural_positions(raw):
     positions, pos, data = [], 0, raw[61:]
     for _ in range(struct.unpack_from(">i", raw, 57)[0]):
         start = pos
-        length, pos = decode_varint(data, pos)
+        _, pos = decode_varint(data, pos)
         positions += range(start, pos)
         pos += 1  # attributes
         for _ in range(2):  # timestampDelta, offsetDelta
@@ -64,16 +64,18 @@ def mangle_records(rng, raw):
     positions = structural_positions(raw)
     raw = bytearray(raw)
     for _ in range(rng.randint(1, 3)):
-        raw[rng.choice(positions)] = rng.choice([0x00, 0x01, 0x7F, 0x80, 0xFF,
-                                                 rng.randrange(256)])
+        raw[rng.choice(positions)] = rng.choice([0x00, 0x01, 0x7F, 0x80, 0xFF, rng.randrange(256)])
     return recrc(raw)
 
 
 def kafka_python_accepts(raw):
     try:
         batch = DefaultRecordBatch(bytearray(raw))
-        return len(list(batch)) == batch.record_count if hasattr(batch, "record_count") else (
-            len(list(batch)) == struct.unpack_from(">i", raw, 57)[0])
+        return (
+            len(list(batch)) == batch.record_count
+            if hasattr(batch, "record_count")
+            else (len(list(batch)) == struct.unpack_from(">i", raw, 57)[0])
+        )
     except Exception:  # kafka-python raises a variety of errors on bad input
         return False
 
@@ -115,8 +117,11 @@ def batch_corpus(rng):
         cases.append(builder.build())
     for _ in range(20):
         cases.append(valid_batch(rng, 1, is_control_batch=True))
-        cases.append(valid_batch(rng, 1, producer_id=3, producer_epoch=0, base_sequence=0,
-                                 is_transactional=True))
+        cases.append(
+            valid_batch(
+                rng, 1, producer_id=3, producer_epoch=0, base_sequence=0, is_transactional=True
+            )
+        )
         cases.append(valid_batch(rng, 1, producer_id=3, producer_epoch=-1, base_sequence=0))
     big = RecordBatchBuilder()
     big.append(None, rng.randbytes(20_000), (), T0)  # over max.message.bytes (16 KiB here)
@@ -135,7 +140,13 @@ def batch_corpus(rng):
 def json_corpus(rng):
     records = [{"value": "v"}]
     bodies = [
-        "", "not json", "[]", "{", '{"records": 5}', '{"records": []}', '{"records": [5]}',
+        "",
+        "not json",
+        "[]",
+        "{",
+        '{"records": 5}',
+        '{"records": []}',
+        '{"records": [5]}',
         json.dumps({"records": [{"value": 5}]}),
         json.dumps({"records": [{"key": {"a": 1}}]}),
         json.dumps({"records": [{"value": "v", "color": "red"}]}),
@@ -148,8 +159,12 @@ def json_corpus(rng):
         json.dumps({"records": [{"value": "v", "timestamp": "now"}]}),
         json.dumps({"records": [{"value": "v", "headers": [{"value": "x"}]}]}),
         json.dumps({"records": [{"value": "v", "headers": "h"}]}),
-        json.dumps({"records": [{"value": "v", "partition": 0}, {"value": "w", "partition": 1}],
-                    "expected_offset": 0}),
+        json.dumps(
+            {
+                "records": [{"value": "v", "partition": 0}, {"value": "w", "partition": 1}],
+                "expected_offset": 0,
+            }
+        ),
         json.dumps({"records": records, "expected_offset": -1}),
         json.dumps({"records": [{"value": "v"}] * 10_001}),
     ]
@@ -162,9 +177,16 @@ def json_corpus(rng):
 def corpus_topic(function, rest_event):
     admin = function("AdminFunction")
     name = f"corpus-{SEED}"
-    created = admin.invoke(rest_event("POST", "/v1/topics", body=json.dumps(
-        {"name": name, "partitions": 2, "configs": {"max.message.bytes": 16384}}),
-        content_type="application/json"))
+    created = admin.invoke(
+        rest_event(
+            "POST",
+            "/v1/topics",
+            body=json.dumps(
+                {"name": name, "partitions": 2, "configs": {"max.message.bytes": 16384}}
+            ),
+            content_type="application/json",
+        )
+    )
     assert created["statusCode"] == 201, created
     return name
 
@@ -189,31 +211,75 @@ def test_over_a_thousand_bad_requests_change_nothing(function, rest_event, corpu
 
     requests = []
     for body in batch_corpus(rng):
-        requests.append((produce, rest_event("POST", BATCHES, {"topic": corpus_topic,
-                                                               "partition": rng.randrange(2)},
-                                             body=body, content_type=BINARY)))
+        requests.append(
+            (
+                produce,
+                rest_event(
+                    "POST",
+                    BATCHES,
+                    {"topic": corpus_topic, "partition": rng.randrange(2)},
+                    body=body,
+                    content_type=BINARY,
+                ),
+            )
+        )
     for body in json_corpus(rng):
-        requests.append((produce, rest_event("POST", RECORDS, {"topic": corpus_topic},
-                                             body=body, content_type="application/json")))
+        requests.append(
+            (
+                produce,
+                rest_event(
+                    "POST",
+                    RECORDS,
+                    {"topic": corpus_topic},
+                    body=body,
+                    content_type="application/json",
+                ),
+            )
+        )
     good = valid_batch(rng)
     for topic, partition, query, content_type in [
-        (corpus_topic, -1, None, BINARY), (corpus_topic, 2, None, BINARY),
-        (corpus_topic, "x", None, BINARY), ("nope", 0, None, BINARY),
-        ("bad name!", 0, None, BINARY), (corpus_topic, 0, {"expected_offset": "-3"}, BINARY),
+        (corpus_topic, -1, None, BINARY),
+        (corpus_topic, 2, None, BINARY),
+        (corpus_topic, "x", None, BINARY),
+        ("nope", 0, None, BINARY),
+        ("bad name!", 0, None, BINARY),
+        (corpus_topic, 0, {"expected_offset": "-3"}, BINARY),
         (corpus_topic, 0, {"expected_offset": "soon"}, BINARY),
-        (corpus_topic, 0, None, "text/plain"), ("a" * 300, 0, None, BINARY),
+        (corpus_topic, 0, None, "text/plain"),
+        ("a" * 300, 0, None, BINARY),
     ]:
         body = good if content_type == BINARY else good.decode("latin-1")
-        requests.append((produce, rest_event("POST", BATCHES, {"topic": topic,
-                                                               "partition": partition},
-                                             body=body, content_type=content_type,
-                                             query=query)))
-    for body in [{"name": "..", "partitions": 1}, {"name": "x" * 250, "partitions": 1},
-                 {"name": "ok", "partitions": 0}, {"name": "ok", "partitions": 10**6},
-                 {"name": "ok", "configs": {"retention.ms": "-5"}}, {"partitions": 1},
-                 {"name": "ok", "configs": {"no.such": 1}}, {"name": "white space"}]:
-        requests.append((admin, rest_event("POST", "/v1/topics", body=json.dumps(body),
-                                           content_type="application/json")))
+        requests.append(
+            (
+                produce,
+                rest_event(
+                    "POST",
+                    BATCHES,
+                    {"topic": topic, "partition": partition},
+                    body=body,
+                    content_type=content_type,
+                    query=query,
+                ),
+            )
+        )
+    for body in [
+        {"name": "..", "partitions": 1},
+        {"name": "x" * 250, "partitions": 1},
+        {"name": "ok", "partitions": 0},
+        {"name": "ok", "partitions": 10**6},
+        {"name": "ok", "configs": {"retention.ms": "-5"}},
+        {"partitions": 1},
+        {"name": "ok", "configs": {"no.such": 1}},
+        {"name": "white space"},
+    ]:
+        requests.append(
+            (
+                admin,
+                rest_event(
+                    "POST", "/v1/topics", body=json.dumps(body), content_type="application/json"
+                ),
+            )
+        )
     assert len(requests) >= 1000
 
     statuses = {}

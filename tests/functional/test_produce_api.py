@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
-
 from tests.support.devserver import get_json
+
 from tidelog.log.reader import committed_records
 from tidelog.storage.dynamodb import DynamoMetadataStore
 from tidelog.storage.s3 import S3ObjectStore
@@ -22,8 +22,12 @@ JSON = {"Content-Type": "application/json"}
 
 def call(dev, method, path, body=None, headers=None):
     data = json.dumps(body).encode() if isinstance(body, dict) else body
-    return get_json(f"{dev.api_url}{path}", method=method, body=data,
-                    headers=headers or (JSON if body is not None else {}))
+    return get_json(
+        f"{dev.api_url}{path}",
+        method=method,
+        body=data,
+        headers=headers or (JSON if body is not None else {}),
+    )
 
 
 @pytest.fixture
@@ -61,23 +65,29 @@ def test_topic_lifecycle(dev, topic):
     assert topic in [t["name"] for t in call(dev, "GET", "/v1/topics")[1]["topics"]]
     status, body = call(dev, "POST", "/v1/topics", {"name": topic, "partitions": 1})
     assert (status, body["error"]) == (409, "TOPIC_ALREADY_EXISTS")
-    status, body = call(dev, "PATCH", f"/v1/topics/{topic}/configs",
-                        {"configs": {"retention.ms": 1000}})
+    status, body = call(
+        dev, "PATCH", f"/v1/topics/{topic}/configs", {"configs": {"retention.ms": 1000}}
+    )
     assert (status, body["configs"]["retention.ms"]) == (200, "1000")
     status, body = call(dev, "POST", f"/v1/topics/{topic}/partitions", {"count": 5})
     assert (status, body["partitions"]) == (200, 5)
-    assert call(dev, "POST", f"/v1/topics/{topic}/partitions", {"count": 2})[1]["error"] == \
-        "INVALID_PARTITIONS"
+    assert (
+        call(dev, "POST", f"/v1/topics/{topic}/partitions", {"count": 2})[1]["error"]
+        == "INVALID_PARTITIONS"
+    )
     assert call(dev, "DELETE", f"/v1/topics/{topic}")[0] == 200
     assert call(dev, "GET", f"/v1/topics/{topic}")[1]["error"] == "UNKNOWN_TOPIC_OR_PARTITION"
 
 
-@pytest.mark.parametrize(("body", "status", "error"), [
-    ({"name": "bad name", "partitions": 1}, 400, "INVALID_TOPIC_EXCEPTION"),
-    ({"name": "ok", "partitions": 0}, 400, "INVALID_REQUEST"),
-    ({"name": "ok2", "partitions": 1, "configs": {"retention.ms": "x"}}, 400, "INVALID_CONFIG"),
-    ({"name": "ok3", "partitions": "3"}, 400, "INVALID_REQUEST"),
-])
+@pytest.mark.parametrize(
+    ("body", "status", "error"),
+    [
+        ({"name": "bad name", "partitions": 1}, 400, "INVALID_TOPIC_EXCEPTION"),
+        ({"name": "ok", "partitions": 0}, 400, "INVALID_REQUEST"),
+        ({"name": "ok2", "partitions": 1, "configs": {"retention.ms": "x"}}, 400, "INVALID_CONFIG"),
+        ({"name": "ok3", "partitions": "3"}, 400, "INVALID_REQUEST"),
+    ],
+)
 def test_bad_topic_requests(dev, body, status, error):
     assert call(dev, "POST", "/v1/topics", body)[:1] == (status,)
     assert call(dev, "POST", "/v1/topics", body)[1]["error"] == error
@@ -105,10 +115,10 @@ def test_idempotent_producer_over_http(dev, topic):
     retry = call(dev, "POST", path, kafka_python_batch(2, pid, epoch, 0), BATCH)[1]
     assert retry == first  # the same offsets: not written again
     status, body = call(dev, "POST", path, kafka_python_batch(1, pid, epoch, 5), BATCH)
-    assert (status, body["error"], body["error_code"]) == (400, "OUT_OF_ORDER_SEQUENCE_NUMBER",
-                                                          45)
-    status, body = call(dev, "POST", path, kafka_python_batch(1, pid, epoch - 1 if epoch else -2,
-                                                               2), BATCH)
+    assert (status, body["error"], body["error_code"]) == (400, "OUT_OF_ORDER_SEQUENCE_NUMBER", 45)
+    status, body = call(
+        dev, "POST", path, kafka_python_batch(1, pid, epoch - 1 if epoch else -2, 2), BATCH
+    )
     assert status == 400
     assert call(dev, "GET", f"/v1/topics/{topic}")[1]["partitions"][0]["high_watermark"] == 2
 
@@ -123,12 +133,14 @@ def test_conditional_append(dev, topic):
 
 
 def test_json_records(dev, topic, log_of):
-    body = {"records": [
-        {"key": "user-1", "value": "a"},
-        {"key": "user-1", "value": "b", "headers": [{"key": "h", "value": None}]},
-        {"value": "keyless", "timestamp": 1234},
-        {"value": "nowhere", "partition": 7},
-    ]}
+    body = {
+        "records": [
+            {"key": "user-1", "value": "a"},
+            {"key": "user-1", "value": "b", "headers": [{"key": "h", "value": None}]},
+            {"value": "keyless", "timestamp": 1234},
+            {"value": "nowhere", "partition": 7},
+        ]
+    }
     status, result = call(dev, "POST", f"/v1/topics/{topic}/records", body)
     assert status == 200
     first, second, keyless, nowhere = result["offsets"]
@@ -136,8 +148,10 @@ def test_json_records(dev, topic, log_of):
     assert second["offset"] == first["offset"] + 1
     assert keyless["timestamp"] == 1234
     assert nowhere["error"] == "UNKNOWN_TOPIC_OR_PARTITION"
-    encoded = {"encoding": "base64", "records": [{"value": base64.b64encode(b"\x00\xff").decode(),
-                                                  "partition": 2}]}
+    encoded = {
+        "encoding": "base64",
+        "records": [{"value": base64.b64encode(b"\x00\xff").decode(), "partition": 2}],
+    }
     (placed,) = call(dev, "POST", f"/v1/topics/{topic}/records", encoded)[1]["offsets"]
     topic_id = call(dev, "GET", f"/v1/topics/{topic}")[1]["topic_id"]
     assert log_of(topic_id, 2, placed["offset"])[0].value == b"\x00\xff"
@@ -145,24 +159,38 @@ def test_json_records(dev, topic, log_of):
 
 def test_log_append_time_topics(dev):
     name = f"lat-{uuid.uuid4().hex[:8]}"
-    call(dev, "POST", "/v1/topics", {"name": name, "partitions": 1,
-                                     "configs": {"message.timestamp.type": "LogAppendTime"}})
-    body = call(dev, "POST", f"/v1/topics/{name}/partitions/0/batches", kafka_python_batch(2),
-                BATCH)[1]
+    call(
+        dev,
+        "POST",
+        "/v1/topics",
+        {"name": name, "partitions": 1, "configs": {"message.timestamp.type": "LogAppendTime"}},
+    )
+    body = call(
+        dev, "POST", f"/v1/topics/{name}/partitions/0/batches", kafka_python_batch(2), BATCH
+    )[1]
     assert body["log_append_time"] > 1_700_000_000_000
 
 
 def test_batches_need_the_binary_content_type(dev, topic):
-    status, body = call(dev, "POST", f"/v1/topics/{topic}/partitions/0/batches", b"abc",
-                        {"Content-Type": "text/plain"})
+    status, body = call(
+        dev,
+        "POST",
+        f"/v1/topics/{topic}/partitions/0/batches",
+        b"abc",
+        {"Content-Type": "text/plain"},
+    )
     assert status == 415
     assert body["error"] == "INVALID_REQUEST"
 
 
 def test_concurrent_producers_share_flushes(dev, topic, log_of):
     def send(i):
-        return call(dev, "POST", f"/v1/topics/{topic}/records",
-                    {"records": [{"value": f"r{i}-{j}", "partition": i % 3} for j in range(5)]})
+        return call(
+            dev,
+            "POST",
+            f"/v1/topics/{topic}/records",
+            {"records": [{"value": f"r{i}-{j}", "partition": i % 3} for j in range(5)]},
+        )
 
     with ThreadPoolExecutor(16) as pool:
         results = list(pool.map(send, range(64)))
@@ -171,6 +199,10 @@ def test_concurrent_producers_share_flushes(dev, topic, log_of):
     for partition in range(3):
         records = log_of(topic_id, partition)
         assert [r.offset for r in records] == list(range(len(records)))
-        acked = {(o["offset"], f"r{i}-{j}".encode()) for i, (_, body) in enumerate(results)
-                 for j, o in enumerate(body["offsets"]) if o["partition"] == partition}
+        acked = {
+            (o["offset"], f"r{i}-{j}".encode())
+            for i, (_, body) in enumerate(results)
+            for j, o in enumerate(body["offsets"])
+            if o["partition"] == partition
+        }
         assert {(r.offset, r.value) for r in records} == acked

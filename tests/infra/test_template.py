@@ -90,3 +90,50 @@ def test_the_cluster_function_may_touch_only_the_cluster_item(resources):
     assert statement["Condition"] == {
         "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["cluster"]}
     }
+
+
+def _statements(resources, role_name):
+    role = resources("AWS::IAM::Role")[role_name]
+    return [
+        s for p in role["Properties"].get("Policies", []) for s in p["PolicyDocument"]["Statement"]
+    ]
+
+
+def test_only_garbage_collection_may_delete_objects(resources):
+    for name in resources("AWS::IAM::Role"):
+        for statement in _statements(resources, name):
+            actions = statement["Action"]
+            actions = [actions] if isinstance(actions, str) else actions
+            assert not any(a.startswith("s3:Delete") for a in actions), (name, actions)
+
+
+def test_produce_writes_flush_objects_only(resources):
+    statements = _statements(resources, "ProduceFunctionRole")
+    (s3,) = [s for s in statements if str(s["Action"]).startswith("s3:")]
+    assert s3["Action"] == "s3:PutObject"
+    assert s3["Resource"] == {"Fn::Sub": "${DataBucket.Arn}/data/flush/*"}
+    (ddb,) = [s for s in statements if s not in (s3,)]
+    assert set(ddb["Action"]) == {
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:Query",
+        "dynamodb:ConditionCheckItem",
+    }
+    assert ddb["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"] == [
+        "topics",
+        "log#*",
+        "producers",
+        "orphans",
+    ]
+
+
+def test_errors_and_throttles_raise_alarms(resources):
+    alarms = resources("AWS::CloudWatch::Alarm")
+    watched = {
+        (a["Properties"]["MetricName"], str(a["Properties"]["Dimensions"][0]["Value"]))
+        for a in alarms.values()
+    }
+    assert ("Errors", "{'Ref': 'ProduceFunction'}") in watched
+    assert ("Throttles", "{'Ref': 'ProduceFunction'}") in watched
+    assert ("Errors", "{'Ref': 'AdminFunction'}") in watched
+    assert any(m == "5XXError" for m, _ in watched)

@@ -12,8 +12,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from tests.support.resources import new_bucket, new_table
+
 from tidelog.local.stack import aws_client
 from tidelog.log.reader import committed_records, high_watermark
 from tidelog.log.staging import StagingArea
@@ -50,24 +50,31 @@ def test_concurrent_writers_lose_and_duplicate_nothing(stores, tmp_path):
 
     def work(writer_id):
         rng = random.Random(SEED + writer_id)
-        writer = Writer(meta, objects, StagingArea(tmp_path / str(writer_id)),
-                        clock_ms=lambda: 1_700_000_000_000, sleep=time.sleep,
-                        jitter=rng.random)
+        writer = Writer(
+            meta,
+            objects,
+            StagingArea(tmp_path / str(writer_id)),
+            clock_ms=lambda: 1_700_000_000_000,
+            sleep=time.sleep,
+            jitter=rng.random,
+        )
         for request_id in range(REQUESTS):
             requests, sent = [], []
-            for batch_id, partition in enumerate(rng.sample(range(PARTITIONS),
-                                                            rng.randint(1, 2))):
+            for batch_id, partition in enumerate(rng.sample(range(PARTITIONS), rng.randint(1, 2))):
                 builder = RecordBatchBuilder()
-                values = [payload(writer_id, request_id, batch_id, r)
-                          for r in range(rng.randint(1, 4))]
+                values = [
+                    payload(writer_id, request_id, batch_id, r) for r in range(rng.randint(1, 4))
+                ]
                 for value in values:
                     builder.append(None, value, (), 1_700_000_000_000)
-                batches = validate_batches(builder.build(), max_message_bytes=10**6,
-                                           log_append_time=None)
+                batches = validate_batches(
+                    builder.build(), max_message_bytes=10**6, log_append_time=None
+                )
                 requests.append(AppendRequest(topic, partition, batches))
                 sent.append(values)
-            for request, result, values in zip(requests, writer.append(requests), sent,
-                                               strict=True):
+            for request, result, values in zip(
+                requests, writer.append(requests), sent, strict=True
+            ):
                 assert result.error is None, f"seed {SEED}: {result.error}"
                 with lock:
                     for i, value in enumerate(values):

@@ -55,8 +55,7 @@ class CrashingMetadata(FaultyMetadataStore):
 
 
 def batch(producer_id, sequence, count):
-    builder = RecordBatchBuilder(producer_id=producer_id, producer_epoch=0,
-                                 base_sequence=sequence)
+    builder = RecordBatchBuilder(producer_id=producer_id, producer_epoch=0, base_sequence=sequence)
     for i in range(count):
         builder.append(None, f"p{producer_id}-s{sequence + i}".encode(), (), T0)
     return builder.build()
@@ -74,8 +73,14 @@ def test_faults_and_crashes_lose_nothing_and_duplicate_nothing(seed, tmp_path):
 
     def new_writer():
         recover_staging(staging_dir, meta, T0)
-        return Writer(faulty_meta, faulty_objects, StagingArea(staging_dir), clock_ms=lambda: T0,
-                      sleep=lambda s: None, jitter=rng.random)
+        return Writer(
+            faulty_meta,
+            faulty_objects,
+            StagingArea(staging_dir),
+            clock_ms=lambda: T0,
+            sleep=lambda s: None,
+            jitter=rng.random,
+        )
 
     writer = new_writer()
     acknowledged = {}  # (partition, offset) -> value
@@ -86,9 +91,11 @@ def test_faults_and_crashes_lose_nothing_and_duplicate_nothing(seed, tmp_path):
             partition = rng.randrange(2)
             count = rng.randint(1, 3)
             body = batch(producer_id, sequence[partition], count)
-            request = AppendRequest(topic, partition,
-                                    validate_batches(body, max_message_bytes=10**6,
-                                                     log_append_time=None))
+            request = AppendRequest(
+                topic,
+                partition,
+                validate_batches(body, max_message_bytes=10**6, log_append_time=None),
+            )
             for _attempt in range(100):
                 try:
                     (result,) = writer.append([request])
@@ -105,7 +112,8 @@ def test_faults_and_crashes_lose_nothing_and_duplicate_nothing(seed, tmp_path):
                 raise AssertionError(f"seed {seed}: never acknowledged")
             for i in range(count):
                 acknowledged[(partition, result.base_offset + i)] = (
-                    f"p{producer_id}-s{sequence[partition] + i}".encode())
+                    f"p{producer_id}-s{sequence[partition] + i}".encode()
+                )
             sequence[partition] += count
     recover_staging(staging_dir, meta, T0)
 
@@ -117,12 +125,13 @@ def test_faults_and_crashes_lose_nothing_and_duplicate_nothing(seed, tmp_path):
         assert len(values) == len(set(values)), f"seed {seed}: a duplicate"
         for record in records:
             assert acknowledged[(partition, record.offset)] == record.value, f"seed {seed}"
-    assert len(acknowledged) == sum(
-        high_watermark(meta, topic.topic_id, p)[1] for p in range(2))
+    assert len(acknowledged) == sum(high_watermark(meta, topic.topic_id, p)[1] for p in range(2))
 
-    referenced = {str(item["object"]) for p in range(2)
-                  for item in meta.query(keys.log_pk(topic.topic_id, p),
-                                         prefix=keys.INDEX_PREFIX)}
+    referenced = {
+        str(item["object"])
+        for p in range(2)
+        for item in meta.query(keys.log_pk(topic.topic_id, p), prefix=keys.INDEX_PREFIX)
+    }
     orphans = {str(item["sk"]) for item in meta.query(keys.ORPHANS_PK)}
     stored = {info.key for info in objects.list("data/")}
     assert stored - referenced <= orphans, f"seed {seed}: unrecorded orphans"

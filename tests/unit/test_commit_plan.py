@@ -35,8 +35,13 @@ def test_offsets_follow_the_head_and_runs_cover_the_bytes():
     assert result.offsets == [(10, 12), (13, 14)]
     assert result.next_offset == 15
     (run,) = result.runs
-    assert (run.base_offset, run.last_offset, run.start, run.end, run.batches) == (10, 14, 8,
-                                                                                   208, 2)
+    assert (run.base_offset, run.last_offset, run.start, run.end, run.batches) == (
+        10,
+        14,
+        8,
+        208,
+        2,
+    )
 
 
 def test_an_empty_partition_starts_at_zero():
@@ -60,8 +65,7 @@ def test_a_retried_batch_keeps_its_offsets_and_splits_the_runs():
     )
     assert result.offsets == [(50, 51), (40, 42), (52, 52)]
     # the retried batch's 100 bytes (108-208) stay out of every run
-    assert [(r.base_offset, r.start, r.end) for r in result.runs] == [(50, 8, 108),
-                                                                      (52, 208, 308)]
+    assert [(r.base_offset, r.start, r.end) for r in result.runs] == [(50, 8, 108), (52, 208, 308)]
     old, new = result.states[5]
     assert old is state
     assert new.version == 4
@@ -78,8 +82,9 @@ def test_new_producers_and_new_epochs_start_at_zero():
     with pytest.raises(OutOfOrderSequenceError, match="expected 0"):
         plan(append(produced(1, 9, 0, 1)), None, {})
     state = ProducerState(5, 0, (BatchRecord(0, 2, 0, 2, 0),))
-    result = plan(append(produced(1, 5, 1, 0)), {"next_offset": 3, "log_start_offset": 0},
-                  {5: state})
+    result = plan(
+        append(produced(1, 5, 1, 0)), {"next_offset": 3, "log_start_offset": 0}, {5: state}
+    )
     assert result.states[5][1].epoch == 1
     with pytest.raises(OutOfOrderSequenceError):
         plan(append(produced(1, 5, 1, 3)), {"next_offset": 3, "log_start_offset": 0}, {5: state})

@@ -78,8 +78,11 @@ def test_old_magic():
 def test_control_and_transactional_batches():
     check(batch(1, is_control_batch=True), "INVALID_RECORD")
     with pytest.raises(InvalidRequestError, match="transactional"):
-        validate_batches(batch(1, is_transactional=True, producer_id=1, producer_epoch=0,
-                               base_sequence=0), max_message_bytes=10**6, log_append_time=None)
+        validate_batches(
+            batch(1, is_transactional=True, producer_id=1, producer_epoch=0, base_sequence=0),
+            max_message_bytes=10**6,
+            log_append_time=None,
+        )
 
 
 def test_offsets_must_run_from_zero():

@@ -68,12 +68,21 @@ def test_partitions_only_grow(topics):
             topics.add_partitions("t", count)
 
 
-@pytest.mark.parametrize("configs", [
-    {"retention.ms": -2}, {"retention.ms": "soon"}, {"cleanup.policy": "forever"},
-    {"message.timestamp.type": "Now"}, {"compression.type": "brotli"}, {"segment.ms": 0},
-    {"unknown.config": "1"}, {"retention.bytes": True}, {"max.message.bytes": 2**31},
-    {"cleanup.policy": "delete,delete"},
-])
+@pytest.mark.parametrize(
+    "configs",
+    [
+        {"retention.ms": -2},
+        {"retention.ms": "soon"},
+        {"cleanup.policy": "forever"},
+        {"message.timestamp.type": "Now"},
+        {"compression.type": "brotli"},
+        {"segment.ms": 0},
+        {"unknown.config": "1"},
+        {"retention.bytes": True},
+        {"max.message.bytes": 2**31},
+        {"cleanup.policy": "delete,delete"},
+    ],
+)
 def test_invalid_configs(configs):
     with pytest.raises(InvalidConfigError) as failure:
         validate_configs(configs)

@@ -187,7 +187,7 @@ class Gateway:
                 400,
                 "Request body is not UTF-8 and its Content-Type is not a binary media type",
             )
-        if len(json.dumps(event)) > MAX_LAMBDA_PAYLOAD:
+        if _event_size(event) > MAX_LAMBDA_PAYLOAD:
             return _message(start_response, 413, "Request Too Long")
         try:
             result = self.runtimes[match.route.function].invoke(event)
@@ -219,6 +219,13 @@ class Gateway:
             payload = text.encode("utf-8")
         headers["Content-Length"] = str(len(payload))
         return int(result["statusCode"]), headers, payload
+
+
+def _event_size(event: dict[str, Any]) -> int:
+    """The event's JSON size, without serializing the body (which may be megabytes)."""
+    body = event["body"] or ""
+    size = len(body) if event["isBase64Encoded"] else len(body.encode())
+    return len(json.dumps({**event, "body": None})) + size + 2
 
 
 def _message(start_response: StartResponse, status: int, message: str) -> list[bytes]:

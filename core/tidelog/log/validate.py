@@ -73,8 +73,7 @@ def _validate(
         raise InvalidRecordError("control batches are written by the log, never produced")
     if batch.is_transactional:
         raise InvalidRequestError("transactional batches are not supported by tidelog")
-    batch.validate()
-    records = batch.records()
+    records = batch.validate()
     if not records:
         raise InvalidRecordError("a produced batch must hold at least one record")
     if batch.last_offset_delta != len(records) - 1 or any(

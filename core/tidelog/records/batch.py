@@ -225,9 +225,12 @@ class RecordBatch:
         """Header and CRC only: what the write path checks before storing bytes."""
         return self.record_count >= 0 and self.computed_crc() == self.crc
 
-    def validate(self, *, decompressed_limit: int = codecs.DEFAULT_DECOMPRESSED_LIMIT) -> None:
+    def validate(
+        self, *, decompressed_limit: int = codecs.DEFAULT_DECOMPRESSED_LIMIT
+    ) -> list[Record]:
         """Everything: CRC, compression, every record's framing and varints, the record count,
-        offsets increasing within lastOffsetDelta. Raises CorruptRecordError if anything is off."""
+        offsets increasing within lastOffsetDelta. Raises CorruptRecordError if anything is off;
+        returns the records it decoded on the way."""
         if self.computed_crc() != self.crc:
             raise CorruptRecordError(
                 f"batch at offset {self.base_offset}: CRC {self.computed_crc():#010x} "
@@ -247,6 +250,7 @@ class RecordBatch:
                     f"last {self.last_offset_delta})"
                 )
             previous = delta
+        return records
 
     def records(
         self, *, decompressed_limit: int = codecs.DEFAULT_DECOMPRESSED_LIMIT
