@@ -16,7 +16,7 @@ import time
 from tidelog import aws
 from tidelog.log.groupcommit import GroupCommitter
 from tidelog.log.staging import StagingArea
-from tidelog.log.topics import Topics
+from tidelog.log.topics import TopicCache, Topics
 from tidelog.log.writer import Writer, recover_staging
 from tidelog.partitioner import DefaultPartitioner
 from tidelog.settings import Settings
@@ -58,6 +58,12 @@ def topics() -> Topics:
 
 
 @functools.cache
+def topic_cache() -> TopicCache:
+    """Topic metadata for produce: a second old at most (see TopicCache)."""
+    return TopicCache(topics(), ttl_s=1.0, clock_s=time.monotonic)
+
+
+@functools.cache
 def partitioner() -> DefaultPartitioner:
     return DefaultPartitioner()
 
@@ -91,6 +97,14 @@ def _appender() -> Writer | GroupCommitter:
 
 def reset() -> None:
     """Forget cached settings, stores and the write path (the environment changed)."""
-    for cached in (settings, metadata_store, object_store, topics, partitioner, _appender):
+    for cached in (
+        settings,
+        metadata_store,
+        object_store,
+        topics,
+        topic_cache,
+        partitioner,
+        _appender,
+    ):
         cached.cache_clear()
     aws.reset()

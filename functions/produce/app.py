@@ -86,11 +86,12 @@ def _failed(error: TidelogError) -> RecordError:
 
 @app.post("/v1/topics/<topic>/records", summary="Produce JSON records")
 def produce_records(topic: str, body: ProduceRecords) -> ProduceResult:
-    found = runtime.topics().get(topic)
-    now = runtime.clock_ms()
     records = parse_json_records(
         [r.model_dump(exclude_unset=True) for r in body.records], body.encoding
     )
+    explicit = [r.partition for r in records if r.partition is not None]
+    found = runtime.topic_cache().get(topic, max(explicit, default=None))
+    now = runtime.clock_ms()
     partitioner = runtime.partitioner()
     plan = plan_json_produce(
         found,
@@ -141,7 +142,7 @@ def produce_batches(
     partition: int,
     expected_offset: Annotated[int | None, Query(ge=0)] = None,
 ) -> BatchesResult:
-    found = runtime.topics().get(topic)
+    found = runtime.topic_cache().get(topic, partition)
     found.check_partition(partition)
     now = runtime.clock_ms()
     batches = parse_raw(found, api.raw_body(app), now)

@@ -104,3 +104,18 @@ def test_concurrent_changes_do_not_overwrite_each_other(topics):
     topics.alter_configs("t", {"retention.ms": 1})
     with pytest.raises(ConflictError, match="changed meanwhile"):
         topics._replace(stale, stale)
+
+
+def test_the_produce_cache_refreshes_for_unknown_partitions_and_after_its_ttl(topics):
+    from tidelog.log.topics import TopicCache
+
+    now = [0.0]
+    cache = TopicCache(topics, ttl_s=1.0, clock_s=lambda: now[0])
+    topics.create("t", 2, {})
+    assert cache.get("t").partitions == 2
+    topics.add_partitions("t", 4)
+    assert cache.get("t").partitions == 2  # within the TTL: the cached metadata
+    assert cache.get("t", 3).partitions == 4  # a partition beyond it: refreshed at once
+    topics.alter_configs("t", {"retention.ms": 5})
+    now[0] = 1.5
+    assert cache.get("t").configs == {"retention.ms": "5"}

@@ -16,6 +16,7 @@ planned offset either names our object and range, or it does not.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -34,6 +35,7 @@ from tidelog.storage import (
     Put,
     StorageUnavailableError,
     Write,
+    all_of,
 )
 from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
 
@@ -122,9 +124,17 @@ class Plan:
             "next_offset": self.next_offset,
             "log_start_offset": int(str(self.head["log_start_offset"])) if self.head else 0,
         }
-        writes: list[Write] = [
-            Put(head, ItemAbsent() if old_next is None else Compare("next_offset", "=", old_next))
-        ]
+        # The head is written whole, so the condition covers every field it carries: a log
+        # start moved by retention must not be put back by a commit that read it before.
+        condition = (
+            ItemAbsent()
+            if old_next is None
+            else all_of(
+                Compare("next_offset", "=", old_next),
+                Compare("log_start_offset", "=", int(str(head["log_start_offset"]))),
+            )
+        )
+        writes: list[Write] = [Put(head, condition)]
         for run in self.runs:
             writes.append(
                 Put(
@@ -225,6 +235,11 @@ class Committer:
         self._jitter = jitter
         self._attempts = attempts
         self._referenced = False
+        # The head each partition had after this process's last commit, or as a conflict
+        # reported it. Planning from it skips a read; the commit's compare-and-set still
+        # decides, and a stale guess comes back as a conflict carrying the current head.
+        self._heads: dict[tuple[str, int], Mapping[str, object] | None] = {}
+        self._heads_lock = threading.Lock()
 
     def commit(
         self, appends: Sequence[PartitionAppend], object_key: str
@@ -261,7 +276,11 @@ class Committer:
 
     def _plan(self, append: PartitionAppend) -> Plan:
         pk = keys.log_pk(*append.key)
-        head = self._meta.get(pk, keys.HEAD_SK)
+        with self._heads_lock:
+            known = append.key in self._heads
+            head = self._heads.get(append.key)
+        if not known:
+            head = self._meta.get(pk, keys.HEAD_SK)
         states = {}
         for producer_id in {b.producer_id for b in append.batches if b.idempotent}:
             item = self._meta.get(pk, keys.producer_sk(producer_id))
@@ -283,8 +302,10 @@ class Committer:
                 self._meta.transact(writes)
             except ConditionFailedError as exc:
                 gone = {owners[i] for i in exc.failed if isinstance(owners[i], str)}
+                self._learn_heads(exc, writes, owners)
                 self._settle(group, object_key, results, gone)
             except StorageUnavailableError as exc:
+                self._forget_heads(group)
                 if exc.ambiguous:
                     self._settle(group, object_key, results, set())
             else:
@@ -309,6 +330,33 @@ class Committer:
     def _committed(self, p: Plan, results: dict[tuple[str, int], AppendResult]) -> None:
         results[p.append.key] = p.result
         self._referenced = self._referenced or bool(p.runs)
+        if p.runs:
+            with self._heads_lock:
+                self._heads[p.append.key] = {
+                    "next_offset": p.next_offset,
+                    "log_start_offset": int(str(p.head["log_start_offset"])) if p.head else 0,
+                }
+
+    def _learn_heads(
+        self, exc: ConditionFailedError, writes: list[Write], owners: list[Plan | str]
+    ) -> None:
+        """A refused head write reports the head as it is: the next plan starts from it."""
+        with self._heads_lock:
+            for i in exc.failed:
+                owner, write = owners[i], writes[i]
+                if (
+                    isinstance(owner, Plan)
+                    and isinstance(write, Put)
+                    and (write.item.get("sk") == keys.HEAD_SK)
+                ):
+                    self._heads[owner.append.key] = exc.current.get(i)
+                elif isinstance(owner, Plan):
+                    self._heads.pop(owner.append.key, None)
+
+    def _forget_heads(self, group: list[Plan]) -> None:
+        with self._heads_lock:
+            for p in group:
+                self._heads.pop(p.append.key, None)
 
     def _landed(self, p: Plan, object_key: str) -> bool:
         """Did an earlier attempt of exactly this plan commit? Its first index item says."""

@@ -8,6 +8,7 @@ counts only grow, as in Kafka.
 from __future__ import annotations
 
 import re
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -188,3 +189,32 @@ class Topics:
         except ConditionFailedError as exc:
             raise ConflictError(f"topic {old.name!r} changed meanwhile; retry") from exc
         return new
+
+
+class TopicCache:
+    """Topic metadata for the produce path, kept for ``ttl_s``, as Kafka clients keep theirs.
+
+    Safe because nothing relies on it for correctness: every commit checks the topic still
+    exists with the same id, and a partition beyond the cached count refreshes the entry before
+    it is refused. A config change reaches produce within ``ttl_s``.
+    """
+
+    def __init__(self, topics: Topics, *, ttl_s: float, clock_s: Callable[[], float]) -> None:
+        self._topics = topics
+        self._ttl_s = ttl_s
+        self._clock_s = clock_s
+        self._entries: dict[str, tuple[float, Topic]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str, partition: int | None = None) -> Topic:
+        now = self._clock_s()
+        with self._lock:
+            entry = self._entries.get(name)
+        if entry is not None:
+            fetched, topic = entry
+            if now - fetched < self._ttl_s and (partition is None or partition < topic.partitions):
+                return topic
+        topic = self._topics.get(name)
+        with self._lock:
+            self._entries[name] = (now, topic)
+        return topic
