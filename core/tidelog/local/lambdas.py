@@ -55,11 +55,8 @@ class LambdaContext:
 class FunctionRuntime:
     """One function's pool of execution environments."""
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> FunctionRuntime:
-        _isolate_powertools_resolvers()
-        return super().__new__(cls)
-
     def __init__(self, spec: FunctionSpec, arn: str, *, max_environments: int = 32) -> None:
+        _isolate_powertools_resolvers()
         self.spec = spec
         self.arn = arn
         self._idle: list[Handler] = []
