@@ -12,7 +12,6 @@ What it does not do: IAM (SigV4) authorization, throttling, stage variables, cus
 
 from __future__ import annotations
 
-import base64
 import fnmatch
 import json
 import logging
@@ -24,6 +23,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl
 
+import pybase64
 from werkzeug.datastructures import Headers
 from werkzeug.wrappers import Request
 
@@ -141,7 +141,7 @@ def proxy_event(
             "resourcePath": match.route.path,
             "stage": stage,
         },
-        "body": (base64.b64encode(body).decode("ascii") if binary else body.decode("utf-8"))
+        "body": (pybase64.b64encode(body).decode("ascii") if binary else body.decode("utf-8"))
         if body
         else None,
         "isBase64Encoded": bool(body) and binary,
@@ -214,7 +214,7 @@ class Gateway:
         text = result.get("body") or ""
         accept = request.headers.get("Accept", "").split(",")[0]
         if result.get("isBase64Encoded") and media_type_matches(accept, self.binary_media_types):
-            payload = base64.b64decode(text)
+            payload = pybase64.b64decode(text)
         else:
             payload = text.encode("utf-8")
         headers["Content-Length"] = str(len(payload))

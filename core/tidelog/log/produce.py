@@ -8,10 +8,11 @@
 
 from __future__ import annotations
 
-import base64
 import binascii
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+import pybase64
 
 from tidelog.errors import InvalidRequestError, TidelogError
 from tidelog.log.topics import Topic
@@ -99,7 +100,7 @@ def _bytes(value: object, encoding: str, where: str) -> bytes | None:
     if encoding == "utf8":
         return value.encode("utf-8", "surrogatepass")
     try:
-        return base64.b64decode(value, validate=True)
+        return bytes(pybase64.b64decode(value, validate=True))
     except (binascii.Error, ValueError) as exc:
         raise InvalidRequestError(f"{where} is not valid base64") from exc
 
