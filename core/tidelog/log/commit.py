@@ -221,6 +221,15 @@ def _close(result: Plan, current: list[int] | None) -> None:
 Sleep = Callable[[float], None]
 
 
+@dataclass
+class _Progress:
+    """One commit call's state. Never kept on the Committer: in Lambda mode one Writer (and
+    so one Committer) serves concurrent requests."""
+
+    results: dict[tuple[str, int], AppendResult] = field(default_factory=dict)
+    referenced: bool = False  # some index item now points at the object
+
+
 class Committer:
     def __init__(
         self,
@@ -234,7 +243,6 @@ class Committer:
         self._sleep = sleep
         self._jitter = jitter
         self._attempts = attempts
-        self._referenced = False
         # The head each partition had after this process's last commit, or as a conflict
         # reported it. Planning from it skips a read; the commit's compare-and-set still
         # decides, and a stale guess comes back as a conflict carrying the current head.
@@ -245,8 +253,8 @@ class Committer:
         self, appends: Sequence[PartitionAppend], object_key: str
     ) -> tuple[dict[tuple[str, int], AppendResult], bool]:
         """Each partition's result, and whether any index item now points at the object."""
-        results: dict[tuple[str, int], AppendResult] = {}
-        self._referenced = False
+        progress = _Progress()
+        results = progress.results
         pending = list(appends)
         for attempt in range(self._attempts):
             if not pending:
@@ -261,7 +269,7 @@ class Committer:
                     continue  # read failed: try this partition again next round
                 except TidelogError as exc:
                     results[append.key] = AppendResult(append.partition, error=exc)
-            self._write(plans, object_key, results)
+            self._write(plans, object_key, progress)
             pending = [a for a in pending if a.key not in results]
         for append in pending:
             results[append.key] = AppendResult(
@@ -272,7 +280,7 @@ class Committer:
                     "unavailable; retry"
                 ),
             )
-        return results, self._referenced
+        return results, progress.referenced
 
     def _plan(self, append: PartitionAppend) -> Plan:
         pk = keys.log_pk(*append.key)
@@ -288,48 +296,46 @@ class Committer:
                 states[producer_id] = ProducerState.from_attributes(producer_id, dict(item))
         return plan(append, head, states)
 
-    def _write(
-        self, plans: list[Plan], object_key: str, results: dict[tuple[str, int], AppendResult]
-    ) -> None:
-        """Write the plans in transactions; record what committed in ``results``."""
+    def _write(self, plans: list[Plan], object_key: str, progress: _Progress) -> None:
+        """Write the plans in transactions; record what committed in ``progress``."""
         for group in _transactions(plans, object_key):
             writes, owners = _group_writes(group, object_key)
             if not any(isinstance(owner, Plan) for owner in owners):
                 for p in group:  # nothing to write: every batch was a retry
-                    results[p.append.key] = p.result
+                    progress.results[p.append.key] = p.result
                 continue
             try:
                 self._meta.transact(writes)
             except ConditionFailedError as exc:
                 gone = {owners[i] for i in exc.failed if isinstance(owners[i], str)}
                 self._learn_heads(exc, writes, owners)
-                self._settle(group, object_key, results, gone)
+                self._settle(group, object_key, progress, gone)
             except StorageUnavailableError as exc:
                 self._forget_heads(group)
                 if exc.ambiguous:
-                    self._settle(group, object_key, results, set())
+                    self._settle(group, object_key, progress, set())
             else:
                 for p in group:
-                    self._committed(p, results)
+                    self._committed(p, progress)
 
     def _settle(
         self,
         group: list[Plan],
         object_key: str,
-        results: dict[tuple[str, int], AppendResult],
+        progress: _Progress,
         deleted_topics: set[str | Plan],
     ) -> None:
         """After a failed or uncertain attempt: what is known to be done or impossible."""
         for p in group:
             if p.append.topic.topic_id in deleted_topics:
                 error = UnknownTopicError(f"topic {p.append.topic.name!r} was deleted")
-                results[p.append.key] = AppendResult(p.append.partition, error=error)
+                progress.results[p.append.key] = AppendResult(p.append.partition, error=error)
             elif self._landed(p, object_key):
-                self._committed(p, results)
+                self._committed(p, progress)
 
-    def _committed(self, p: Plan, results: dict[tuple[str, int], AppendResult]) -> None:
-        results[p.append.key] = p.result
-        self._referenced = self._referenced or bool(p.runs)
+    def _committed(self, p: Plan, progress: _Progress) -> None:
+        progress.results[p.append.key] = p.result
+        progress.referenced = progress.referenced or bool(p.runs)
         if p.runs:
             with self._heads_lock:
                 self._heads[p.append.key] = {
