@@ -39,13 +39,13 @@ def resolver() -> APIGatewayRestResolver:
 def _tidelog_error(exc: TidelogError) -> Response[str]:
     if exc.http_status >= 500:
         logger.exception("request failed", extra={"error": exc.kafka_error.name})
-    return error_response(exc.http_status, exc.to_dict())
+    return json_response(exc.http_status, exc.to_dict())
 
 
 def _invalid_request(exc: RequestValidationError) -> Response[str]:
     problems = "; ".join(_describe(error) for error in exc.errors())
     invalid = KAFKA_ERRORS["INVALID_REQUEST"]
-    return error_response(
+    return json_response(
         400,
         {
             "error": invalid.name,
@@ -79,12 +79,6 @@ def json_response(status: int, body: object) -> Response[str]:
 
 class UnsupportedMediaTypeError(InvalidRequestError):
     http_status = 415
-
-
-def error_response(status: int, body: dict[str, Any]) -> Response[str]:
-    return Response(
-        status_code=status, content_type=content_types.APPLICATION_JSON, body=json.dumps(body)
-    )
 
 
 def _describe(error: Any) -> str:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import random
 
 import pytest
+from tests.support.objects import object_sets
 
 from tidelog.errors import TidelogError
-from tidelog.log import keys
 from tidelog.log.reader import committed_records, high_watermark
 from tidelog.log.staging import StagingArea
 from tidelog.log.topics import Topics
@@ -127,13 +127,7 @@ def test_faults_and_crashes_lose_nothing_and_duplicate_nothing(seed, tmp_path):
             assert acknowledged[(partition, record.offset)] == record.value, f"seed {seed}"
     assert len(acknowledged) == sum(high_watermark(meta, topic.topic_id, p)[1] for p in range(2))
 
-    referenced = {
-        str(item["object"])
-        for p in range(2)
-        for item in meta.query(keys.log_pk(topic.topic_id, p), prefix=keys.INDEX_PREFIX)
-    }
-    orphans = {str(item["sk"]) for item in meta.query(keys.ORPHANS_PK)}
-    stored = {info.key for info in objects.list("data/")}
+    referenced, orphans, stored = object_sets(meta, objects, topic.topic_id, 2)
     assert stored - referenced <= orphans, f"seed {seed}: unrecorded orphans"
     assert plan.injected > 0 or crashes > 0, f"seed {seed}: nothing was injected"
 

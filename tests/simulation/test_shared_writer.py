@@ -7,7 +7,8 @@ import random
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from tidelog.log import keys
+from tests.support.objects import object_sets
+
 from tidelog.log.staging import StagingArea
 from tidelog.log.topics import Topics
 from tidelog.log.validate import validate_batches
@@ -60,12 +61,6 @@ def test_orphans_are_exactly_the_unreferenced_objects(tmp_path):
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(send, range(160)))
 
-    referenced = {
-        str(item["object"])
-        for p in range(4)
-        for item in meta.query(keys.log_pk(topic.topic_id, p), prefix=keys.INDEX_PREFIX)
-    }
-    orphans = {str(item["sk"]) for item in meta.query(keys.ORPHANS_PK)}
-    stored = {info.key for info in objects.list("data/")}
+    referenced, orphans, stored = object_sets(meta, objects, topic.topic_id, 4)
     assert not orphans & referenced, f"seed {SEED}: a referenced object recorded as an orphan"
     assert orphans == stored - referenced, f"seed {SEED}"

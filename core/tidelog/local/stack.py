@@ -31,7 +31,6 @@ _TABLE_PROPERTIES = (
 @dataclass
 class Stack:
     template: Template
-    endpoint: str
     runtimes: dict[str, FunctionRuntime]
     """Functions' execution environments, by logical id."""
     environment: dict[str, str]
@@ -88,7 +87,7 @@ def deploy(template: Template, endpoint: str, overrides: Mapping[str, str] | Non
         sfn.create_state_machine(
             name=machine.name, definition=machine.definition, roleArn=role, type=machine.type
         )
-    return Stack(template, endpoint, runtimes, environment)
+    return Stack(template, runtimes, environment)
 
 
 def create_table(ddb: Any, name: str, properties: Mapping[str, Any]) -> None:

@@ -15,7 +15,6 @@ planned offset either names our object and range, or it does not.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,8 +37,6 @@ from tidelog.storage import (
     all_of,
 )
 from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
-
-log = logging.getLogger(__name__)
 
 
 class OffsetMismatchError(ConflictError):
@@ -298,8 +295,10 @@ class Committer:
 
     def _write(self, plans: list[Plan], object_key: str, progress: _Progress) -> None:
         """Write the plans in transactions; record what committed in ``progress``."""
-        for group in _transactions(plans, object_key):
-            writes, owners = _group_writes(group, object_key)
+        planned = [(p, p.writes(object_key)) for p in plans]  # built once per attempt
+        for planned_group in _transactions(planned):
+            group = [p for p, _ in planned_group]
+            writes, owners = _group_writes(planned_group)
             if not any(isinstance(owner, Plan) for owner in owners):
                 for p in group:  # nothing to write: every batch was a retry
                     progress.results[p.append.key] = p.result
@@ -378,39 +377,41 @@ class Committer:
         )
 
 
-def _group_writes(group: list[Plan], object_key: str) -> tuple[list[Write], list[Plan | str]]:
+Planned = tuple[Plan, list[Write]]
+
+
+def _group_writes(group: list[Planned]) -> tuple[list[Write], list[Plan | str]]:
     """The group's writes, and who each belongs to: a plan, or (a topic id) a topic check."""
     writes: list[Write] = []
     owners: list[Plan | str] = []
     topics = sorted(
-        {p.append.topic.name: p.append.topic for p in group}.values(), key=lambda t: t.name
+        {p.append.topic.name: p.append.topic for p, _ in group}.values(), key=lambda t: t.name
     )
     for topic in topics:
         writes.append(Check(TOPICS_PK, topic.name, Compare("topic_id", "=", topic.topic_id)))
         owners.append(topic.topic_id)
-    for p in group:
-        for write in p.writes(object_key):
-            writes.append(write)
-            owners.append(p)
+    for p, plan_writes in group:
+        writes += plan_writes
+        owners += [p] * len(plan_writes)
     return writes, owners
 
 
-def _transactions(plans: list[Plan], object_key: str) -> list[list[Plan]]:
+def _transactions(planned: list[Planned]) -> list[list[Planned]]:
     """Plans grouped so each group's writes (plus a topic check each) fit one transaction."""
-    groups: list[list[Plan]] = []
+    groups: list[list[Planned]] = []
     size = 0
     topics: set[str] = set()
-    for p in plans:
-        need = len(p.writes(object_key)) + (0 if p.append.topic.topic_id in topics else 1)
-        if not groups or size + need > MAX_TRANSACTION_WRITES:
+    for p, writes in planned:
+        topic_id = p.append.topic.topic_id
+        if not groups or size + len(writes) + (topic_id not in topics) > MAX_TRANSACTION_WRITES:
             groups.append([])
             size, topics = 0, set()
-            need = len(p.writes(object_key)) + 1
+        need = len(writes) + (topic_id not in topics)
         if need > MAX_TRANSACTION_WRITES:
             raise RetriableError(
                 f"partition {p.append.partition}: too many producers in one request; split it"
             )
-        groups[-1].append(p)
-        topics.add(p.append.topic.topic_id)
+        groups[-1].append((p, writes))
+        topics.add(topic_id)
         size += need
     return groups

@@ -25,7 +25,6 @@ class GroupCommitter:
         self._bytes = 0
         self._oldest = 0.0
         self._wake = threading.Condition()
-        self.flushes = 0
         threading.Thread(target=self._run, name="tidelog-group-commit", daemon=True).start()
 
     def append(self, requests: Sequence[AppendRequest]) -> list[AppendResult]:
@@ -79,7 +78,6 @@ class GroupCommitter:
         return taken
 
     def _flush(self, taken: list[tuple[AppendRequest, Future[AppendResult]]]) -> None:
-        self.flushes += 1
         try:
             results = self._writer.append([request for request, _ in taken])
         except BaseException as exc:  # noqa: BLE001 - waiting requests must hear of any failure

@@ -88,7 +88,7 @@ class Topic:
         return topic_configs.effective(self.configs)
 
     def config(self, name: str) -> str:
-        return self.effective_configs[name]
+        return self.configs.get(name) or topic_configs.CONFIGS[name].default
 
     def check_partition(self, partition: int) -> None:
         if not 0 <= partition < self.partitions:

@@ -23,6 +23,7 @@ from tidelog.log.commit import (
     PartitionAppend,
     Sleep,
 )
+from tidelog.log.reader import high_watermark
 from tidelog.log.staging import Recovery, StagingArea, recover
 from tidelog.log.topics import Topic
 from tidelog.log.validate import ProducedBatch
@@ -128,10 +129,7 @@ class Writer:
         for i, request in enumerate(requests):
             if request.expected_offset is None:
                 continue
-            head = self._meta.get(
-                keys.log_pk(request.topic.topic_id, request.partition), keys.HEAD_SK
-            )
-            end = int(str(head["next_offset"])) if head else 0
+            _, end = high_watermark(self._meta, request.topic.topic_id, request.partition)
             if end != request.expected_offset:
                 error = OffsetMismatchError(request.expected_offset, end)
                 stale[i] = AppendResult(request.partition, error=error)
