@@ -15,6 +15,9 @@ from typing import Any
 import pybase64
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
+from aws_lambda_powertools.event_handler.middlewares.openapi_validation import (
+    OpenAPIResponseValidationMiddleware,
+)
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict
 
@@ -29,8 +32,25 @@ class RequestModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class _ResponseValidation(OpenAPIResponseValidationMiddleware):
+    """Answers are checked against the route's declared model, except binary ones: raw record
+    batches are bytes, not a model (their schema is declared in the route's ``responses``)."""
+
+    def handler(self, app: Any, next_middleware: Any) -> Response[Any]:
+        response: Response[Any] = next_middleware(app)
+        if isinstance(response.body, bytes):
+            return response
+        checked: Response[Any] = self._handle_response(
+            route=app.context["_route"], response=response
+        )
+        return checked
+
+
 def resolver() -> APIGatewayRestResolver:
-    app = APIGatewayRestResolver(enable_validation=True)
+    # An answer that fails its own model is a defect (500), not the client's bad request.
+    app = APIGatewayRestResolver(enable_validation=True, response_validation_error_http_code=500)
+    # Powertools has no public hook for its response middleware; tests cover the swap.
+    app._response_validation_middleware = _ResponseValidation(has_response_validation_error=True)
     app.exception_handler(TidelogError)(_tidelog_error)
     app.exception_handler(RequestValidationError)(_invalid_request)
     return app

@@ -14,6 +14,8 @@ import threading
 import time
 
 from tidelog import aws
+from tidelog.log.cache import ObjectCache
+from tidelog.log.fetch import LogReader
 from tidelog.log.groupcommit import GroupCommitter
 from tidelog.log.staging import StagingArea
 from tidelog.log.topics import TopicCache, Topics
@@ -95,6 +97,18 @@ def _appender() -> Writer | GroupCommitter:
     return writer
 
 
+@functools.cache
+def log_reader() -> LogReader:
+    config = settings()
+    objects = object_store()
+    cache = (
+        ObjectCache(config.cache_dir, config.cache_bytes, objects.get)
+        if config.cache_bytes > 0
+        else None
+    )
+    return LogReader(metadata_store(), objects, cache)
+
+
 def reset() -> None:
     """Forget cached settings, stores and the write path (the environment changed)."""
     for cached in (
@@ -105,6 +119,7 @@ def reset() -> None:
         topic_cache,
         partitioner,
         _appender,
+        log_reader,
     ):
         cached.cache_clear()
     aws.reset()

@@ -11,6 +11,8 @@ from tidelog.errors import InternalError
 
 DEFAULT_STAGING_DIR = "/tmp/tidelog-staging"  # noqa: S108 - Lambda's only writable disk
 DEFAULT_FLUSH_BYTES = 4 * 1024 * 1024
+DEFAULT_CACHE_DIR = "/tmp/tidelog-cache"  # noqa: S108 - Lambda's only writable disk
+DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
 
 
 class ConfigurationError(InternalError):
@@ -30,6 +32,10 @@ class Settings:
     (``TIDELOG_FLUSH_MS``)."""
     flush_bytes: int = DEFAULT_FLUSH_BYTES
     """Flush early once this much is waiting (``TIDELOG_FLUSH_BYTES``)."""
+    cache_dir: Path = Path(DEFAULT_CACHE_DIR)
+    """The fetch path's read-through cache of object bytes (``TIDELOG_CACHE_DIR``)."""
+    cache_bytes: int = DEFAULT_CACHE_BYTES
+    """Its size bound; 0 turns it off (``TIDELOG_CACHE_BYTES``)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Settings:
@@ -42,6 +48,8 @@ class Settings:
             staging_dir=Path(environ.get("TIDELOG_STAGING_DIR") or DEFAULT_STAGING_DIR),
             flush_ms=_number(environ, "TIDELOG_FLUSH_MS", 0),
             flush_bytes=_number(environ, "TIDELOG_FLUSH_BYTES", DEFAULT_FLUSH_BYTES),
+            cache_dir=Path(environ.get("TIDELOG_CACHE_DIR") or DEFAULT_CACHE_DIR),
+            cache_bytes=_number(environ, "TIDELOG_CACHE_BYTES", DEFAULT_CACHE_BYTES),
         )
 
 

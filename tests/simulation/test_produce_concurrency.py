@@ -15,7 +15,8 @@ import pytest
 from tests.support.resources import new_bucket, new_table
 
 from tidelog.local.stack import aws_client
-from tidelog.log.reader import committed_records, high_watermark
+from tidelog.log.fetch import high_watermark
+from tidelog.log.reader import committed_records
 from tidelog.log.staging import StagingArea
 from tidelog.log.topics import Topics
 from tidelog.log.validate import validate_batches

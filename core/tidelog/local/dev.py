@@ -51,6 +51,7 @@ def start(
         overrides = {
             "TIDELOG_FLUSH_MS": str(flush_ms),
             "TIDELOG_STAGING_DIR": tempfile.mkdtemp(prefix="tidelog-staging-"),
+            "TIDELOG_CACHE_DIR": tempfile.mkdtemp(prefix="tidelog-cache-"),
         }
         stack = deploy(template, emulator.url, overrides)
         runtime.reset()

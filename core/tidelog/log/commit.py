@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from tidelog.errors import ConflictError, RetriableError, TidelogError
 from tidelog.log import keys
+from tidelog.log.entries import LogEntry
 from tidelog.log.flushobject import Extent
 from tidelog.log.producers import BatchRecord, ProducerState, new_state
 from tidelog.log.topics import TOPICS_PK, Topic, UnknownTopicError
@@ -110,7 +111,7 @@ class Plan:
     def result(self) -> AppendResult:
         return AppendResult(self.append.partition, tuple(self.offsets))
 
-    def writes(self, object_key: str) -> list[Write]:
+    def writes(self, object_key: str, appended_ms: int) -> list[Write]:
         if not self.runs:
             return []
         pk = keys.log_pk(*self.append.key)
@@ -133,22 +134,17 @@ class Plan:
         )
         writes: list[Write] = [Put(head, condition)]
         for run in self.runs:
-            writes.append(
-                Put(
-                    {
-                        "pk": pk,
-                        "sk": keys.index_sk(run.base_offset),
-                        "base_offset": run.base_offset,
-                        "last_offset": run.last_offset,
-                        "object": object_key,
-                        "start": run.start,
-                        "end": run.end,
-                        "batches": run.batches,
-                        "max_timestamp": run.max_timestamp,
-                    },
-                    ItemAbsent(),
-                )
+            entry = LogEntry(
+                run.base_offset,
+                run.last_offset,
+                object_key,
+                run.start,
+                run.end,
+                run.batches,
+                run.max_timestamp,
+                appended_ms=appended_ms,
             )
+            writes.append(Put(entry.to_item(pk), ItemAbsent()))
         for old, new in self.states.values():
             condition = ItemAbsent() if old is None else Compare("version", "=", old.version)
             writes.append(
@@ -232,11 +228,13 @@ class Committer:
         self,
         meta: MetadataStore,
         *,
+        clock_ms: Callable[[], int],
         sleep: Sleep,
         jitter: Callable[[], float],
         attempts: int = 30,
     ) -> None:
         self._meta = meta
+        self._clock_ms = clock_ms
         self._sleep = sleep
         self._jitter = jitter
         self._attempts = attempts
@@ -295,7 +293,8 @@ class Committer:
 
     def _write(self, plans: list[Plan], object_key: str, progress: _Progress) -> None:
         """Write the plans in transactions; record what committed in ``progress``."""
-        planned = [(p, p.writes(object_key)) for p in plans]  # built once per attempt
+        now = self._clock_ms()
+        planned = [(p, p.writes(object_key, now)) for p in plans]  # built once per attempt
         for planned_group in _transactions(planned):
             group = [p for p, _ in planned_group]
             writes, owners = _group_writes(planned_group)

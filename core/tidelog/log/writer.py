@@ -23,7 +23,7 @@ from tidelog.log.commit import (
     PartitionAppend,
     Sleep,
 )
-from tidelog.log.reader import high_watermark
+from tidelog.log.fetch import high_watermark
 from tidelog.log.staging import Recovery, StagingArea, recover
 from tidelog.log.topics import Topic
 from tidelog.log.validate import ProducedBatch
@@ -66,7 +66,7 @@ class Writer:
         self._sleep = sleep
         self._new_id = new_id
         self._put_attempts = put_attempts
-        self._committer = Committer(meta, sleep=sleep, jitter=jitter)
+        self._committer = Committer(meta, clock_ms=clock_ms, sleep=sleep, jitter=jitter)
 
     def append(self, requests: Sequence[AppendRequest]) -> list[AppendResult]:
         """One flush: every request's batches in one object, committed per partition.

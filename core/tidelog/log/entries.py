@@ -1,0 +1,97 @@
+"""What a partition's ``idx#<base offset>`` items say: where a committed range of offsets lives.
+
+Two kinds, keyed the same way so a reader never cares which it meets:
+
+- a *run*: contiguous batches one flush committed, a byte range of a flush object; the stored
+  batches keep the producer's baseOffset, so a reader counts offsets from ``base_offset``;
+- a *segment*: batches the roller merged into ``<base>.log``, committed offsets written in, with
+  Kafka's ``.index`` and ``.timeindex`` beside it.
+
+While a roll is half done (its later transactions not yet applied), runs inside a segment's
+range may still exist. They hold the same bytes at the same offsets, so a reader may use either;
+the roller's next pass deletes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tidelog.log import keys
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    base_offset: int
+    last_offset: int
+    object_key: str
+    start: int
+    end: int
+    batches: int
+    max_timestamp: int
+    index: str | None = None  # segments only
+    timeindex: str | None = None
+    delete_horizon_ms: int | None = None  # compacted segments holding tombstones (KIP-534)
+    appended_ms: int | None = None  # runs: when committed (the roller lets fresh runs settle)
+
+    @property
+    def is_segment(self) -> bool:
+        return self.index is not None
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+    @property
+    def objects(self) -> tuple[str, ...]:
+        """Every object this entry keeps alive."""
+        return tuple(k for k in (self.object_key, self.index, self.timeindex) if k is not None)
+
+    def to_item(self, pk: str) -> dict[str, object]:
+        item: dict[str, object] = {
+            "pk": pk,
+            "sk": keys.index_sk(self.base_offset),
+            "base_offset": self.base_offset,
+            "last_offset": self.last_offset,
+            "object": self.object_key,
+            "start": self.start,
+            "end": self.end,
+            "batches": self.batches,
+            "max_timestamp": self.max_timestamp,
+        }
+        if self.index is not None:
+            item["index"] = self.index
+        if self.timeindex is not None:
+            item["timeindex"] = self.timeindex
+        if self.delete_horizon_ms is not None:
+            item["delete_horizon_ms"] = self.delete_horizon_ms
+        if self.appended_ms is not None:
+            item["appended_ms"] = self.appended_ms
+        return item
+
+    @classmethod
+    def from_item(cls, item: Mapping[str, object]) -> LogEntry:
+        def number(name: str) -> int:
+            return int(str(item[name]))
+
+        def optional(name: str) -> str | None:
+            value = item.get(name)
+            return None if value is None else str(value)
+
+        def optional_number(name: str) -> int | None:
+            value = item.get(name)
+            return None if value is None else int(str(value))
+
+        return cls(
+            base_offset=number("base_offset"),
+            last_offset=number("last_offset"),
+            object_key=str(item["object"]),
+            start=number("start"),
+            end=number("end"),
+            batches=number("batches"),
+            max_timestamp=number("max_timestamp"),
+            index=optional("index"),
+            timeindex=optional("timeindex"),
+            delete_horizon_ms=optional_number("delete_horizon_ms"),
+            appended_ms=optional_number("appended_ms"),
+        )

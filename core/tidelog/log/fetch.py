@@ -1,0 +1,303 @@
+"""Reading the log: committed batches from an offset, and the offset for a time (ListOffsets).
+
+A fetch reads the partition's head (strongly consistent: the high watermark), walks the index
+items from the one holding the offset, plans byte ranges up to ``max_bytes`` (a segment's range
+starts at its ``.index`` position for the offset), GETs them concurrently through the read-through
+cache, and patches each run batch's 8-byte baseOffset with its committed offset. Kafka's rules:
+
+- at least one whole batch, even one larger than ``max_bytes``, so a consumer never stalls;
+- whole batches only after that, while they fit;
+- nothing at or above the high watermark read before the index (a later commit is not seen);
+- an offset below the log start or above the high watermark is OFFSET_OUT_OF_RANGE.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from tidelog.errors import TidelogError
+from tidelog.log import keys
+from tidelog.log.cache import ObjectCache
+from tidelog.log.entries import LogEntry
+from tidelog.log.segment import INDEX_INTERVAL_BYTES, CorruptIndexError, OffsetIndex, TimeIndex
+from tidelog.records import CorruptRecordError, RecordBatch, iter_batches, with_base_offset
+from tidelog.storage import MetadataStore, ObjectStore
+
+logger = logging.getLogger(__name__)
+
+_LENGTH = struct.Struct(">i")
+_LENGTH_END = 12  # baseOffset (8) + batchLength (4)
+
+
+class OffsetOutOfRangeError(TidelogError):
+    """The offset is below the log start or beyond the end (HTTP 416, as a Range miss)."""
+
+    http_status = 416
+    default_kafka_error = "OFFSET_OUT_OF_RANGE"
+
+    def __init__(self, offset: int, log_start_offset: int, high_watermark: int) -> None:
+        super().__init__(
+            f"offset {offset} is out of range: the log holds [{log_start_offset}, {high_watermark})"
+        )
+        self.log_start_offset = log_start_offset
+        self.high_watermark = high_watermark
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            **super().to_dict(),
+            "log_start_offset": self.log_start_offset,
+            "high_watermark": self.high_watermark,
+        }
+
+
+def high_watermark(meta: MetadataStore, topic_id: str, partition: int) -> tuple[int, int]:
+    """(log start offset, high watermark) of a partition, read strongly consistently."""
+    head = meta.get(keys.log_pk(topic_id, partition), keys.HEAD_SK)
+    if head is None:
+        return 0, 0
+    return int(str(head["log_start_offset"])), int(str(head["next_offset"]))
+
+
+@dataclass(frozen=True)
+class FetchedBatch:
+    data: bytes  # committed baseOffset in place
+    batch: RecordBatch
+
+
+@dataclass
+class PartitionData:
+    log_start_offset: int
+    high_watermark: int
+    next_offset: int
+    batches: list[FetchedBatch] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return sum(len(b.data) for b in self.batches)
+
+
+@dataclass(frozen=True)
+class _Read:
+    entry: LogEntry
+    start: int  # absolute positions in the object
+    end: int
+
+
+class LogReader:
+    def __init__(
+        self,
+        meta: MetadataStore,
+        objects: ObjectStore,
+        cache: ObjectCache | None = None,
+        *,
+        concurrency: int = 8,
+    ) -> None:
+        self._meta = meta
+        self._objects = objects
+        self._cache = cache
+        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="tidelog-get")
+
+    # -- the head and the index ----------------------------------------------------------
+
+    def head(self, topic_id: str, partition: int) -> tuple[int, int]:
+        return high_watermark(self._meta, topic_id, partition)
+
+    def entries(self, topic_id: str, partition: int, offset: int) -> Iterator[LogEntry]:
+        """Index entries from the one holding ``offset``, in offset order, each covering offsets
+        past the ones before it (leftovers of a half-done roll are skipped)."""
+        pk = keys.log_pk(topic_id, partition)
+        hi = keys.index_sk(offset)
+        first = next(
+            iter(self._meta.query(pk, lo=keys.INDEX_PREFIX, hi=hi, descending=True, limit=1)),
+            None,
+        )
+        lo = str(first["sk"]) if first is not None else hi
+        covered = offset
+        for item in self._meta.query(pk, lo=lo, hi=keys.INDEX_PREFIX + "~"):
+            entry = LogEntry.from_item(item)
+            if entry.last_offset < covered:
+                continue
+            yield entry
+            covered = entry.last_offset + 1
+
+    # -- fetch ---------------------------------------------------------------------------
+
+    def fetch(self, topic_id: str, partition: int, offset: int, max_bytes: int) -> PartitionData:
+        log_start, high_watermark = self.head(topic_id, partition)
+        if not log_start <= offset <= high_watermark:
+            raise OffsetOutOfRangeError(offset, log_start, high_watermark)
+        result = PartitionData(log_start, high_watermark, offset)
+        if offset == high_watermark:
+            return result
+        reads = self._plan(topic_id, partition, offset, high_watermark, max_bytes)
+        for read, data in zip(reads, self._get_all(reads), strict=True):
+            if not self._collect(read, data, result, max_bytes):
+                break
+        return result
+
+    def _plan(
+        self, topic_id: str, partition: int, offset: int, high_watermark: int, max_bytes: int
+    ) -> list[_Read]:
+        reads: list[_Read] = []
+        planned = 0
+        for entry in self.entries(topic_id, partition, offset):
+            if entry.base_offset >= high_watermark:
+                break
+            start, end = entry.start, entry.end
+            if entry.is_segment:
+                if offset > entry.base_offset:
+                    start += self._position(entry, offset)
+                # The index entry may sit up to an interval (plus a batch) before the offset.
+                end = min(end, start + max(max_bytes - planned, 0) + 2 * INDEX_INTERVAL_BYTES)
+            reads.append(_Read(entry, start, end))
+            planned += end - start
+            if planned >= max_bytes:
+                break
+        return reads
+
+    def _collect(self, read: _Read, data: bytes, result: PartitionData, max_bytes: int) -> bool:
+        """Add ``read``'s wanted batches to ``result``; False when the fetch is complete."""
+        entry, position = read.entry, read.start
+        next_run_offset = entry.base_offset  # runs: offsets counted from the item's base
+        size = result.size
+        while True:
+            reader = iter_batches(data)
+            for stored in reader:
+                if not isinstance(stored, RecordBatch):
+                    raise CorruptRecordError(f"{entry.object_key} holds a legacy batch")
+                base = stored.base_offset if entry.is_segment else next_run_offset
+                last = base + stored.last_offset_delta
+                next_run_offset = last + 1
+                if base >= result.high_watermark:
+                    return False
+                if last < result.next_offset:
+                    continue
+                if result.batches and size + stored.size_in_bytes > max_bytes:
+                    return False
+                raw = bytes(stored.buffer)
+                patched = raw if entry.is_segment else with_base_offset(raw, base)
+                result.batches.append(FetchedBatch(patched, RecordBatch(patched)))
+                size += len(patched)
+                result.next_offset = last + 1
+            position += reader.position
+            if position >= entry.end:
+                # The whole entry is read: offsets it covers and holds no batch for (a
+                # compacted segment) are passed over.
+                result.next_offset = max(result.next_offset, entry.last_offset + 1)
+                return result.next_offset < result.high_watermark
+            if result.batches:
+                return False  # the planned range ends inside the budget's last batch
+            data = self._rest_of_batch(entry, position, data[reader.position :])
+
+    def _rest_of_batch(self, entry: LogEntry, position: int, partial: bytes) -> bytes:
+        """The first batch did not fit in the planned range: read the whole of it."""
+        if len(partial) < _LENGTH_END:
+            partial = self._bytes(entry, position, min(entry.end, position + _LENGTH_END))
+        (length,) = _LENGTH.unpack_from(partial, 8)
+        if length < 0:
+            raise CorruptRecordError(f"{entry.object_key}: negative batch length at {position}")
+        return self._bytes(entry, position, min(entry.end, position + _LENGTH_END + length))
+
+    # -- ListOffsets ---------------------------------------------------------------------
+
+    def offset_for_timestamp(
+        self, topic_id: str, partition: int, timestamp: int
+    ) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record whose timestamp >= ``timestamp``, scanning
+        from the first entry whose max timestamp reaches it (Kafka's ``fetchOffsetByTimestamp``);
+        None when no record does."""
+        log_start, high_watermark = self.head(topic_id, partition)
+        for entry in self.entries(topic_id, partition, log_start):
+            if entry.base_offset >= high_watermark:
+                return None
+            if entry.max_timestamp < timestamp:
+                continue
+            start = entry.start
+            if entry.is_segment and entry.timeindex is not None:
+                # Search below the target: every record before an entry for ts - 1 is older.
+                found = self._timeindex(entry)
+                if found is not None:
+                    _, offset = found.lookup(timestamp - 1)
+                    if offset > entry.base_offset:
+                        start += self._position(entry, offset)
+            data = PartitionData(log_start, high_watermark, max(log_start, entry.base_offset))
+            self._collect(
+                _Read(entry, start, entry.end),
+                self._bytes(entry, start, entry.end),
+                data,
+                entry.size,
+            )
+            for fetched in data.batches:
+                if fetched.batch.max_timestamp < timestamp:
+                    continue
+                for record in fetched.batch.records():
+                    if record.offset >= log_start and record.timestamp >= timestamp:
+                        return record.offset, record.timestamp
+        return None
+
+    # -- bytes -----------------------------------------------------------------------------
+
+    def _get_all(self, reads: Sequence[_Read]) -> list[bytes]:
+        if len(reads) == 1:
+            return [self._bytes(reads[0].entry, reads[0].start, reads[0].end)]
+        futures = [self._pool.submit(self._bytes, r.entry, r.start, r.end) for r in reads]
+        return [f.result() for f in futures]
+
+    def _bytes(self, entry: LogEntry, start: int, end: int) -> bytes:
+        if start >= end:
+            return b""
+        if self._cache is None:
+            return self._objects.get(entry.object_key, start, end)
+        if entry.is_segment:
+            return self._cache.read_blocks(entry.object_key, start, end, entry.end)
+        if (start, end) == (entry.start, entry.end):
+            return self._cache.read(entry.object_key, start, end)
+        return self._objects.get(entry.object_key, start, end)
+
+    def _whole(self, key: str) -> bytes:
+        if self._cache is None:
+            return self._objects.get(key)
+        return self._cache.read(key, 0, None)
+
+    def _position(self, entry: LogEntry, offset: int) -> int:
+        """Where in the segment to start reading for ``offset`` (0 if its index is unusable:
+        a full scan is slower, never wrong)."""
+        assert entry.index is not None
+        try:
+            return OffsetIndex(entry.base_offset, self._whole(entry.index)).lookup(offset)[1]
+        except CorruptIndexError:
+            logger.warning(
+                "corrupt offset index %s: reading the segment from its start", entry.index
+            )
+            return 0
+
+    def _timeindex(self, entry: LogEntry) -> TimeIndex | None:
+        assert entry.timeindex is not None
+        try:
+            return TimeIndex(entry.base_offset, self._whole(entry.timeindex))
+        except CorruptIndexError:
+            logger.warning("corrupt time index %s: scanning the segment", entry.timeindex)
+            return None
+
+
+def wait_until(
+    ready: Callable[[], bool],
+    deadline: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> bool:
+    """Poll ``ready`` with growing pauses (10 ms to 250 ms) until it holds or ``deadline``."""
+    pause = 0.01
+    while not ready():
+        remaining = deadline - clock()
+        if remaining <= 0:
+            return False
+        sleep(min(pause, remaining))
+        pause = min(pause * 1.5, 0.25)
+    return True

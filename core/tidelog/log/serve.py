@@ -1,0 +1,222 @@
+"""Answering fetch and ListOffsets requests: long polls, many partitions, JSON within Lambda's
+response limit.
+
+- A fetch at the high watermark waits up to ``max_wait_ms`` for a commit (tailing consumers).
+- A multi-partition fetch answers once ``min_bytes`` are there or the wait is over, and keeps the
+  whole response within ``max_bytes`` (the first batch always goes: a consumer never stalls).
+- JSON records: ``utf8`` gives keys, values and header values as text (a record that is not
+  UTF-8 names ``base64`` in its error); ``base64`` gives them as base64 text. Control batches are
+  skipped, as Kafka's consumers skip them, and so are records before the fetched offset (a batch
+  is returned whole).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from tidelog.errors import InvalidRequestError, TidelogError
+from tidelog.log.fetch import FetchedBatch, LogReader, PartitionData, wait_until
+from tidelog.log.topics import Topic, TopicCache
+from tidelog.records import RecordTooLargeError
+
+RECORD_BATCH_TYPE = "application/vnd.kafka.record-batch"
+DEFAULT_PARTITION_MAX_BYTES = 1024 * 1024  # Kafka's max.partition.fetch.bytes
+# Lambda answers at most 6 MB: raw batches go out base64-encoded (x4/3), JSON has its envelope.
+MAX_FETCH_BYTES = 4 * 1024 * 1024
+JSON_BUDGET = 5 * 1024 * 1024
+MAX_WAIT_MS = 20_000  # API Gateway gives up at 29 s
+TIMESTAMP_TYPES = {"create": "CreateTime", "log_append": "LogAppendTime"}
+
+
+def fetch_one(
+    reader: LogReader,
+    topic: Topic,
+    partition: int,
+    offset: int,
+    *,
+    max_bytes: int,
+    max_wait_ms: int,
+) -> PartitionData:
+    data = reader.fetch(topic.topic_id, partition, offset, max_bytes)
+    if data.batches or max_wait_ms <= 0:
+        return data
+    deadline = time.monotonic() + max_wait_ms / 1000
+    wait_until(lambda: reader.head(topic.topic_id, partition)[1] > offset, deadline)
+    return reader.fetch(topic.topic_id, partition, offset, max_bytes)
+
+
+def render_partition(
+    data: PartitionData, offset: int, encoding: str, budget: int = JSON_BUDGET
+) -> tuple[list[dict[str, object]], int]:
+    """The records as JSON objects, and the offset to fetch next (earlier than the data's when
+    the budget cut it short)."""
+    records, cut_at, _ = render(data.batches, offset, encoding, budget)
+    return records, data.next_offset if cut_at is None else cut_at
+
+
+@dataclass(frozen=True)
+class Wanted:
+    topic: str
+    partition: int
+    offset: int
+    max_bytes: int
+
+
+@dataclass(frozen=True)
+class Answer:
+    records: list[dict[str, object]]
+    high_watermark: int
+    log_start_offset: int
+    next_offset: int
+
+
+_pool = ThreadPoolExecutor(8, thread_name_prefix="tidelog-fetch")
+
+
+def fetch_many(
+    reader: LogReader,
+    topics: TopicCache,
+    wanted: Sequence[Wanted],
+    *,
+    max_wait_ms: int,
+    min_bytes: int,
+    max_bytes: int,
+    encoding: str,
+) -> list[Answer | TidelogError]:
+    """Each partition's answer or error, in request order."""
+    deadline = time.monotonic() + max_wait_ms / 1000
+
+    def one(want: Wanted) -> PartitionData | TidelogError:
+        try:
+            topic = topics.get(want.topic, want.partition)
+            topic.check_partition(want.partition)
+            return reader.fetch(topic.topic_id, want.partition, want.offset, want.max_bytes)
+        except TidelogError as exc:
+            return exc
+
+    while True:
+        fetched = list(_pool.map(one, wanted))
+        total = sum(d.size for d in fetched if isinstance(d, PartitionData))
+        if total >= min_bytes or time.monotonic() >= deadline:
+            break
+        # Nothing new yet: sleep a little, then look again (each look is one head read per
+        # partition that has nothing; the ranged GETs happen only once there is data).
+        time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+    return _shape(wanted, fetched, max_bytes, encoding)
+
+
+def _shape(
+    wanted: Sequence[Wanted],
+    fetched: Sequence[PartitionData | TidelogError],
+    max_bytes: int,
+    encoding: str,
+) -> list[Answer | TidelogError]:
+    answers: list[Answer | TidelogError] = []
+    budget, json_budget = max_bytes, JSON_BUDGET
+    first = True  # the first batch of the response always goes
+    for want, data in zip(wanted, fetched, strict=True):
+        if isinstance(data, TidelogError):
+            answers.append(data)
+            continue
+        kept: list[FetchedBatch] = []
+        next_offset = data.next_offset
+        for fetched_batch in data.batches:
+            if not first and len(fetched_batch.data) > budget:
+                next_offset = max(want.offset, fetched_batch.batch.base_offset)
+                break
+            kept.append(fetched_batch)
+            budget -= len(fetched_batch.data)
+            first = False
+        try:
+            records, cut_at, size = render(
+                kept, want.offset, encoding, json_budget, at_least_one=json_budget == JSON_BUDGET
+            )
+        except TidelogError as exc:
+            answers.append(exc)
+            continue
+        json_budget -= size
+        if cut_at is not None:
+            next_offset = cut_at
+        answers.append(Answer(records, data.high_watermark, data.log_start_offset, next_offset))
+    return answers
+
+
+def list_offset(reader: LogReader, topic: Topic, partition: int, at: str) -> tuple[int, int]:
+    """ListOffsets: ``earliest`` (the log start), ``latest`` (the high watermark: "start from
+    right now"), or a timestamp in ms (the first offset whose record is at least that recent).
+    Timestamps answer -1 for earliest and latest, and (-1, -1) when no record is that recent,
+    as Kafka's ListOffsets does."""
+    log_start, high_watermark = reader.head(topic.topic_id, partition)
+    if at == "earliest":
+        return log_start, -1
+    if at == "latest":
+        return high_watermark, -1
+    if not at.isdigit():
+        raise InvalidRequestError(
+            f"at={at!r}: give earliest, latest, or a timestamp in milliseconds"
+        )
+    found = reader.offset_for_timestamp(topic.topic_id, partition, int(at))
+    return found if found is not None else (-1, -1)
+
+
+def render(
+    batches: Sequence[FetchedBatch],
+    offset: int,
+    encoding: str,
+    budget: int,
+    *,
+    at_least_one: bool = True,
+) -> tuple[list[dict[str, object]], int | None, int]:
+    """(records, the offset the budget cut at or None, JSON bytes used). With
+    ``at_least_one``, a first record too large for the budget is an error, not an empty
+    answer (the consumer would never get past it)."""
+    out: list[dict[str, object]] = []
+    size = 0
+    for fetched in batches:
+        batch = fetched.batch
+        if batch.is_control_batch:
+            continue
+        timestamp_type = TIMESTAMP_TYPES[batch.timestamp_type]
+        for record in batch.records():
+            if record.offset < offset:
+                continue
+            item = {
+                "offset": record.offset,
+                "timestamp": record.timestamp,
+                "timestamp_type": timestamp_type,
+                "key": _encode(record.key, encoding, record.offset),
+                "value": _encode(record.value, encoding, record.offset),
+                "headers": [
+                    {"key": name, "value": _encode(value, encoding, record.offset)}
+                    for name, value in record.headers
+                ],
+            }
+            length = len(json.dumps(item)) + 2
+            if size + length > budget:
+                if not out and at_least_one:
+                    raise RecordTooLargeError(
+                        f"the record at offset {record.offset} does not fit in a JSON "
+                        f"response; fetch it as raw batches (Accept: {RECORD_BATCH_TYPE})"
+                    )
+                return out, record.offset, size
+            out.append(item)
+            size += length
+    return out, None, size
+
+
+def _encode(data: bytes | None, encoding: str, offset: int) -> str | None:
+    if data is None:
+        return None
+    if encoding == "base64":
+        return base64.b64encode(data).decode("ascii")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidRequestError(
+            f"the record at offset {offset} is not UTF-8 text; fetch with encoding=base64"
+        ) from exc

@@ -1,0 +1,201 @@
+"""Fetch function: committed records out, by offset or by time.
+
+GET  /v1/topics/{topic}/partitions/{p}/records   records from ?offset= (JSON, or raw batches
+                                                 with Accept: application/vnd.kafka.record-batch)
+POST /v1/fetch                                   many partitions in one request (multifetch)
+GET  /v1/topics/{topic}/partitions/{p}/offsets   ListOffsets: ?at=earliest|latest|<ms>
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.metrics import MetricUnit
+from pydantic import BaseModel, Field, StrictInt
+
+from tidelog import api, runtime
+from tidelog.errors import InvalidRequestError, TidelogError
+from tidelog.log import serve
+
+app = api.resolver()
+logger = Logger(service="tidelog-fetch")
+metrics = Metrics(namespace="tidelog", service="fetch")
+
+Encoding = Literal["utf8", "base64"]
+MaxBytes = Annotated[StrictInt, Field(ge=1, le=serve.MAX_FETCH_BYTES)]
+MaxWait = Annotated[StrictInt, Field(ge=0, le=serve.MAX_WAIT_MS)]
+
+
+class Header(BaseModel):
+    key: str
+    value: str | None
+
+
+class FetchedRecord(BaseModel):
+    offset: int
+    timestamp: int
+    timestamp_type: Literal["CreateTime", "LogAppendTime"]
+    key: str | None
+    value: str | None
+    headers: list[Header]
+
+
+class PartitionRecords(BaseModel):
+    records: list[FetchedRecord]
+    high_watermark: int
+    log_start_offset: int
+    next_offset: int
+
+
+class FetchPartition(api.RequestModel):
+    topic: str
+    partition: Annotated[StrictInt, Field(ge=0)]
+    offset: Annotated[StrictInt, Field(ge=0)]
+    max_bytes: MaxBytes = serve.DEFAULT_PARTITION_MAX_BYTES
+
+
+class MultiFetch(api.RequestModel):
+    partitions: Annotated[list[FetchPartition], Field(min_length=1, max_length=1000)]
+    max_wait_ms: MaxWait = 0
+    min_bytes: Annotated[StrictInt, Field(ge=0)] = 1
+    max_bytes: MaxBytes = serve.MAX_FETCH_BYTES
+    encoding: Encoding = "utf8"
+
+
+class PartitionResult(BaseModel):
+    topic: str
+    partition: int
+    records: list[FetchedRecord] | None = None
+    high_watermark: int | None = None
+    log_start_offset: int | None = None
+    next_offset: int | None = None
+    error: str | None = None
+    error_code: int | None = None
+    message: str | None = None
+
+
+class MultiFetchResult(BaseModel):
+    responses: list[PartitionResult]
+
+
+class OffsetAnswer(BaseModel):
+    offset: int
+    timestamp: int
+
+
+@app.get(
+    "/v1/topics/<topic>/partitions/<partition>/records",
+    summary="Fetch records from an offset (JSON, or raw batches by Accept header)",
+    responses={
+        200: {
+            "description": "Records from the offset; raw batches when the Accept header asks",
+            "content": {
+                "application/json": {"model": PartitionRecords},
+                serve.RECORD_BATCH_TYPE: {"schema": {"type": "string", "format": "binary"}},
+            },
+        }
+    },
+)
+def fetch_records(
+    topic: str,
+    partition: int,
+    *,
+    offset: Annotated[int, Query(ge=0)],
+    max_bytes: Annotated[int, Query(ge=1, le=serve.MAX_FETCH_BYTES)] = (
+        serve.DEFAULT_PARTITION_MAX_BYTES
+    ),
+    max_wait_ms: Annotated[int, Query(ge=0, le=serve.MAX_WAIT_MS)] = 0,
+    encoding: Annotated[Encoding, Query()] = "utf8",
+) -> Response[Any]:
+    found = runtime.topic_cache().get(topic, partition)
+    found.check_partition(partition)
+    data = serve.fetch_one(
+        runtime.log_reader(), found, partition, offset, max_bytes=max_bytes, max_wait_ms=max_wait_ms
+    )
+    metrics.add_metric(name="BytesFetched", unit=MetricUnit.Bytes, value=data.size)
+    accept = app.current_event.get_header_value("accept", default_value="") or ""
+    if serve.RECORD_BATCH_TYPE in accept:
+        return Response(
+            status_code=200,
+            content_type=serve.RECORD_BATCH_TYPE,
+            body=b"".join(b.data for b in data.batches),
+            headers={
+                "X-High-Watermark": str(data.high_watermark),
+                "X-Log-Start-Offset": str(data.log_start_offset),
+                "X-Next-Offset": str(data.next_offset),
+            },
+        )
+    records, next_offset = serve.render_partition(data, offset, encoding)
+    return api.json_response(
+        200,
+        {
+            "records": records,
+            "high_watermark": data.high_watermark,
+            "log_start_offset": data.log_start_offset,
+            "next_offset": next_offset,
+        },
+    )
+
+
+@app.post("/v1/fetch", summary="Fetch from many partitions in one request")
+def multi_fetch(body: MultiFetch) -> MultiFetchResult:
+    keys = [(p.topic, p.partition) for p in body.partitions]
+    if len(set(keys)) != len(keys):
+        raise InvalidRequestError("a partition is named twice in one fetch")
+    wanted = [serve.Wanted(p.topic, p.partition, p.offset, p.max_bytes) for p in body.partitions]
+    answers = serve.fetch_many(
+        runtime.log_reader(),
+        runtime.topic_cache(),
+        wanted,
+        max_wait_ms=body.max_wait_ms,
+        min_bytes=body.min_bytes,
+        max_bytes=body.max_bytes,
+        encoding=body.encoding,
+    )
+    responses = []
+    for want, answer in zip(wanted, answers, strict=True):
+        if isinstance(answer, TidelogError):
+            details = answer.to_dict()
+            responses.append(
+                PartitionResult(
+                    topic=want.topic,
+                    partition=want.partition,
+                    error=answer.kafka_error.name,
+                    error_code=answer.kafka_error.code,
+                    message=answer.message,
+                    high_watermark=details.get("high_watermark"),  # type: ignore[arg-type]
+                    log_start_offset=details.get("log_start_offset"),  # type: ignore[arg-type]
+                )
+            )
+            continue
+        responses.append(
+            PartitionResult(
+                topic=want.topic,
+                partition=want.partition,
+                records=[FetchedRecord.model_validate(r) for r in answer.records],
+                high_watermark=answer.high_watermark,
+                log_start_offset=answer.log_start_offset,
+                next_offset=answer.next_offset,
+            )
+        )
+    return MultiFetchResult(responses=responses)
+
+
+@app.get(
+    "/v1/topics/<topic>/partitions/<partition>/offsets",
+    summary="ListOffsets: the earliest, the latest, or the first offset at a time",
+)
+def list_offsets(topic: str, partition: int, at: Annotated[str, Query()]) -> OffsetAnswer:
+    found = runtime.topic_cache().get(topic, partition)
+    found.check_partition(partition)
+    offset, timestamp = serve.list_offset(runtime.log_reader(), found, partition, at)
+    return OffsetAnswer(offset=offset, timestamp=timestamp)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return app.resolve(event, context)
