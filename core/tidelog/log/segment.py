@@ -172,9 +172,8 @@ class SegmentBuilder:
             self._last_time_entry = entry
 
     def close(self) -> Segment:
-        """The finished segment; the time index gets its closing entry, as on a roll."""
-        if not self._batches:
-            raise ValueError("a segment needs at least one batch")
+        """The finished segment; the time index gets its closing entry, as on a roll. (A
+        segment compaction emptied has no batches, and keeps its place in the offsets.)"""
         self._maybe_time_entry()
         return Segment(
             base_offset=self.base_offset,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tidelog.errors import RetriableError
 from tidelog.log import flushobject, keys
+from tidelog.log.collect import record_orphan
 from tidelog.log.commit import (
     AppendResult,
     Committer,
@@ -31,7 +32,6 @@ from tidelog.storage import (
     MetadataStore,
     ObjectExistsError,
     ObjectStore,
-    Put,
     StorageUnavailableError,
 )
 
@@ -158,10 +158,6 @@ class Writer:
             log.warning("could not record orphan %s; staging keeps it", object_key, exc_info=True)
             return
         self._staging.remove(staged)
-
-
-def record_orphan(meta: MetadataStore, object_key: str, now_ms: int) -> None:
-    meta.write(Put({"pk": keys.ORPHANS_PK, "sk": object_key, "recorded_ms": now_ms}))
 
 
 def recover_staging(directory: Path, meta: MetadataStore, now_ms: int) -> Recovery:

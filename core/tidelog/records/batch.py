@@ -582,10 +582,16 @@ class RecordBatchBuilder:
         self._max_timestamp = max(self._max_timestamp, timestamp)
         self._last_delta = offset_delta
 
-    def build(self, *, log_append_time: int | None = None) -> bytes:
-        """The batch's bytes. ``log_append_time`` sets maxTimestamp, for LogAppendTime topics."""
+    def build(
+        self, *, log_append_time: int | None = None, last_offset_delta: int | None = None
+    ) -> bytes:
+        """The batch's bytes. ``log_append_time`` sets maxTimestamp, for LogAppendTime topics;
+        ``last_offset_delta`` keeps a cleaned batch's last offset when its last records were
+        removed (Kafka's cleaner preserves it, and with it the producer's sequence range)."""
         if not self._count:
             raise ValueError("a batch needs at least one record")
+        if last_offset_delta is not None and last_offset_delta < self._last_delta:
+            raise ValueError(f"last offset delta {last_offset_delta} is before a record's")
         body = codecs.compress(self._codec, bytes(self._body))
         producer_id, producer_epoch, base_sequence = self._producer
         max_timestamp = self._max_timestamp if log_append_time is None else log_append_time
@@ -597,7 +603,7 @@ class RecordBatchBuilder:
                 2,
                 0,
                 self._attributes,
-                self._last_delta,
+                self._last_delta if last_offset_delta is None else last_offset_delta,
                 self._base_timestamp,
                 max_timestamp,
                 producer_id,

@@ -1,0 +1,200 @@
+"""Log compaction for ``cleanup.policy=compact`` (seed 001, §5.3.1), in-process for small
+partitions; the Spark pipeline takes it over at scale.
+
+As Kafka's cleaner does, over the rolled segments (never the active one):
+
+- the latest record per key is kept, every older one dropped; keyless records are dropped (they
+  cannot be produced to a compacted topic);
+- a tombstone (null value) that is the latest for its key is kept for ``delete.retention.ms``
+  after the pass that first saw it (KIP-534's delete horizon, kept per segment in the index
+  item), then dropped;
+- a batch keeps its base offset, last offset delta, producer id, epoch and base sequence, so
+  offsets and sequences are preserved; a batch left with no record is dropped (idempotent
+  producers' state lives in the metadata table, not in the log, so nothing depends on it);
+- a rewritten segment keeps its offset range and place in the index, so offsets stay
+  contiguous across segments, with gaps inside them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from tidelog.log import collect, keys
+from tidelog.log.entries import LogEntry
+from tidelog.log.roll import store_segment
+from tidelog.log.segment import SegmentBuilder, batches_from
+from tidelog.records import Record, RecordBatch, RecordBatchBuilder
+from tidelog.storage import (
+    Compare,
+    ConditionFailedError,
+    MetadataStore,
+    ObjectStore,
+    Put,
+)
+from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
+
+logger = logging.getLogger(__name__)
+
+MAX_COMPACT_BYTES = 256 * 1024 * 1024  # beyond this, a partition is Spark's job
+
+
+@dataclass
+class Rewrite:
+    entry: LogEntry  # the segment as it is
+    batches: list[bytes]  # what it keeps
+    delete_horizon_ms: int | None
+    changed: bool
+    removed: int  # records dropped
+
+
+@dataclass
+class Stats:
+    segments_rewritten: int = 0
+    records_removed: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+
+def latest_offsets(segments: Sequence[Sequence[RecordBatch]]) -> dict[bytes, int]:
+    latest: dict[bytes, int] = {}
+    for batches in segments:
+        for batch in batches:
+            if batch.is_control_batch:
+                continue
+            for record in batch.records():
+                if record.key is not None:
+                    latest[record.key] = record.offset
+    return latest
+
+
+def plan(
+    entries: Sequence[LogEntry],
+    segments: Sequence[Sequence[RecordBatch]],
+    *,
+    delete_retention_ms: int,
+    now_ms: int,
+) -> list[Rewrite]:
+    """Each segment's cleaned batches (pure): ``segments[i]`` holds ``entries[i]``'s batches."""
+    latest = latest_offsets(segments)
+    rewrites = []
+    for entry, batches in zip(entries, segments, strict=True):
+        horizon = entry.delete_horizon_ms
+        tombstones_due = horizon is not None and horizon <= now_ms
+        kept_tombstone = False
+        out: list[bytes] = []
+        changed = False
+        removed = 0
+        for batch in batches:
+            if batch.is_control_batch:
+                out.append(bytes(batch.buffer))
+                continue
+            records = batch.records()
+            keep = []
+            for record in records:
+                if record.key is None or latest.get(record.key) != record.offset:
+                    continue
+                if record.value is None:
+                    if tombstones_due:
+                        continue
+                    kept_tombstone = True
+                keep.append(record)
+            if len(keep) == len(records):
+                out.append(bytes(batch.buffer))
+                continue
+            changed = True
+            removed += len(records) - len(keep)
+            if keep:
+                out.append(_rebuild(batch, keep))
+        new_horizon = None
+        if kept_tombstone:
+            new_horizon = horizon if horizon is not None else now_ms + delete_retention_ms
+        if new_horizon != horizon:
+            changed = True
+        rewrites.append(Rewrite(entry, out, new_horizon, changed, removed))
+    return rewrites
+
+
+def _rebuild(batch: RecordBatch, keep: Sequence[Record]) -> bytes:
+    builder = RecordBatchBuilder(
+        batch.compression,
+        base_offset=batch.base_offset,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        is_transactional=batch.is_transactional,
+        timestamp_type=batch.timestamp_type,
+        partition_leader_epoch=batch.partition_leader_epoch,
+    )
+    for record in keep:
+        builder.append(
+            record.key,
+            record.value,
+            record.headers,
+            record.timestamp,
+            offset_delta=record.offset - batch.base_offset,
+        )
+    log_append = batch.max_timestamp if batch.timestamp_type == "log_append" else None
+    return builder.build(log_append_time=log_append, last_offset_delta=batch.last_offset_delta)
+
+
+def compact(
+    meta: MetadataStore,
+    objects: ObjectStore,
+    topic_id: str,
+    partition: int,
+    entries: Sequence[LogEntry],
+    *,
+    delete_retention_ms: int,
+    now_ms: Callable[[], int],
+    grace_ms: int,
+) -> Stats:
+    """Clean the partition's segments (``entries``, in offset order) and swap the changed ones'
+    index items, each conditional on the segment it replaces."""
+    stats = Stats()
+    segments = [e for e in entries if e.is_segment]
+    pk = keys.log_pk(topic_id, partition)
+    if sum(e.size for e in segments) > MAX_COMPACT_BYTES:
+        stats.skipped.append(pk)
+        logger.warning("%s is too large to compact in-process; run the Spark job", pk)
+        return stats
+    read = [list(batches_from(objects.get(e.object_key, e.start, e.end))) for e in segments]
+    rewrites = [
+        r
+        for r in plan(segments, read, delete_retention_ms=delete_retention_ms, now_ms=now_ms())
+        if r.changed
+    ]
+    writes = []
+    for rewrite in rewrites:
+        builder = SegmentBuilder(rewrite.entry.base_offset)
+        for data in rewrite.batches:
+            builder.append(RecordBatch(data))
+        stored = store_segment(
+            objects,
+            topic_id,
+            partition,
+            builder.close(),
+            (rewrite.entry.base_offset, rewrite.entry.last_offset),
+            delete_horizon_ms=rewrite.delete_horizon_ms,
+        )
+        writes.append((rewrite, stored))
+    for start in range(0, len(writes), MAX_TRANSACTION_WRITES):
+        chunk = writes[start : start + MAX_TRANSACTION_WRITES]
+        old_keys = [k for rewrite, _ in chunk for k in rewrite.entry.objects]
+        collect.enqueue(meta, old_keys, now_ms() + grace_ms)
+        try:
+            meta.transact(
+                [
+                    Put(new.entry.to_item(pk), Compare("object", "=", rewrite.entry.object_key))
+                    for rewrite, new in chunk
+                ]
+            )
+        except ConditionFailedError:
+            logger.info("compaction of %s lost to another job; the next pass looks again", pk)
+            for _, new in chunk:
+                for key in new.keys:
+                    collect.record_orphan(meta, key, now_ms())
+            continue
+        stats.segments_rewritten += len(chunk)
+        stats.records_removed += sum(rewrite.removed for rewrite, _ in chunk)
+    return stats
