@@ -96,7 +96,8 @@ def test_raw_batches_carry_committed_offsets_and_read_in_kafka_python(dev, topic
     first = DefaultRecordBatch(data[: len(data) // 2])
     second = DefaultRecordBatch(data[len(data) // 2 :])
     assert (first.base_offset, second.base_offset) == (0, 3)
-    assert first.validate_crc() and second.validate_crc()
+    assert first.validate_crc()
+    assert second.validate_crc()
     assert [r.offset for r in second] == [3, 4, 5]
 
 

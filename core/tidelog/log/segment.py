@@ -16,7 +16,7 @@ import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from tidelog.records import CorruptRecordError, RecordBatch, iter_batches
+from tidelog.records import CorruptRecordError, InvalidRecordError, RecordBatch, iter_batches
 
 INDEX_INTERVAL_BYTES = 4096  # Kafka's index.interval.bytes default
 NO_TIMESTAMP = -1
@@ -220,7 +220,7 @@ def _valid_prefix(log: bytes) -> Iterator[RecordBatch]:
             if not isinstance(batch, RecordBatch) or not batch.is_valid():
                 return
             yield batch
-    except CorruptRecordError:
+    except (CorruptRecordError, InvalidRecordError):  # a damaged header: the end of the valid log
         return
 
 

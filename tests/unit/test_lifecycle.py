@@ -1,0 +1,215 @@
+"""Roll, retention, compaction and garbage collection: the pure plans against Kafka's rules, and
+the jobs over the in-memory stores."""
+
+from __future__ import annotations
+
+from tests.support.log import T0, tiny_log
+
+from tidelog.log import collect, compaction, retention, roll
+from tidelog.log.entries import LogEntry
+from tidelog.log.housekeeping import partition_entries
+from tidelog.records import RecordBatch, RecordBatchBuilder
+
+
+def run(base, last, size=100, appended=T0, max_timestamp=T0):
+    return LogEntry(
+        base, last, f"data/flush/{base}", 0, size, 1, max_timestamp, appended_ms=appended
+    )
+
+
+def segment(base, last, size=100, max_timestamp=T0):
+    return LogEntry(
+        base,
+        last,
+        f"segments/{base}.log",
+        0,
+        size,
+        1,
+        max_timestamp,
+        index=f"segments/{base}.index",
+        timeindex=f"segments/{base}.timeindex",
+    )
+
+
+# -- roll ----------------------------------------------------------------------------------
+
+
+def test_full_groups_roll_and_the_partial_one_waits_for_segment_ms():
+    runs = [run(i, i, size=100, appended=T0 + i) for i in range(7)]
+    plan = roll.plan(runs, segment_bytes=300, segment_ms=10_000, now_ms=T0 + 100, settle_ms=0)
+    assert [[r.base_offset for r in g] for g in plan.groups] == [[0, 1, 2], [3, 4, 5]]
+    plan = roll.plan(runs, segment_bytes=300, segment_ms=10_000, now_ms=T0 + 10_006, settle_ms=0)
+    assert [[r.base_offset for r in g] for g in plan.groups] == [[0, 1, 2], [3, 4, 5], [6]]
+
+
+def test_fresh_runs_settle_before_rolling():
+    runs = [run(0, 0, appended=T0), run(1, 1, appended=T0 + 50)]
+    plan = roll.plan(runs, segment_bytes=100, segment_ms=1, now_ms=T0 + 60, settle_ms=20)
+    assert [[r.base_offset for r in g] for g in plan.groups] == [[0]]
+
+
+def test_runs_inside_a_segment_are_leftovers():
+    entries = [segment(0, 9), run(5, 9), run(10, 12)]
+    plan = roll.plan(entries, segment_bytes=10**9, segment_ms=10**9, now_ms=T0, settle_ms=0)
+    assert [e.base_offset for e in plan.leftovers] == [5]
+    assert plan.groups == []
+
+
+# -- retention -----------------------------------------------------------------------------
+
+
+def test_retention_by_time_deletes_the_old_prefix_only():
+    entries = [
+        segment(0, 9, max_timestamp=T0),
+        segment(10, 19, max_timestamp=T0 + 5_000),
+        segment(20, 29, max_timestamp=T0),  # old again, but after one that stays
+        run(30, 30, max_timestamp=T0),  # the active segment is never deleted
+    ]
+    doomed = retention.plan(entries, retention_ms=1_000, retention_bytes=-1, now_ms=T0 + 2_000)
+    assert [e.base_offset for e in doomed] == [0]
+    assert retention.plan(entries, retention_ms=-1, retention_bytes=-1, now_ms=T0 + 10**9) == []
+
+
+def test_retention_by_size_follows_kafkas_arithmetic():
+    entries = [segment(0, 9, size=100), segment(10, 19, size=100), run(20, 20, size=50)]
+    # size 250: excess over 120 is 130 -> the first segment (130 - 100 >= 0), not the second.
+    plan = retention.plan(entries, retention_ms=-1, retention_bytes=120, now_ms=T0)
+    assert [e.base_offset for e in plan] == [0]
+    plan = retention.plan(entries, retention_ms=-1, retention_bytes=50, now_ms=T0)
+    assert [e.base_offset for e in plan] == [0, 10]
+    assert retention.plan(entries, retention_ms=-1, retention_bytes=0, now_ms=T0) == entries[:2]
+
+
+def test_retention_moves_the_log_start_and_fetch_follows(tmp_path):
+    log = tiny_log(tmp_path, configs={"segment.bytes": 300, "segment.ms": 10**9})
+    for i in range(20):
+        log.produce(0, [(None, b"v%d" % i)], timestamp=T0 + i)
+    log.housekeep("roll")
+    log.topics.alter_configs("tiny", {"retention.ms": 1000})
+    log.clock.now += 1000 + 8  # segments whose newest record is older than 1 s go
+    report = log.housekeep("retention")
+    assert report.segments_deleted >= 1
+    start, end = log.reader.head(log.topic.topic_id, 0)
+    assert 0 < start <= 9
+    assert end == 20
+    assert [r.offset for r in log.fetch_all(0)] == list(range(start, 20))
+
+
+# -- compaction ----------------------------------------------------------------------------
+
+
+def built(base, records, **producer):
+    builder = RecordBatchBuilder(base_offset=base, **producer)
+    for delta, (key, value) in enumerate(records):
+        builder.append(key, value, (), T0 + delta)
+    return RecordBatch(builder.build())
+
+
+def test_compaction_keeps_the_latest_per_key_and_the_batch_shape():
+    first = built(
+        0,
+        [(b"a", b"1"), (b"b", b"1"), (b"a", b"2")],
+        producer_id=7,
+        producer_epoch=1,
+        base_sequence=40,
+    )
+    second = built(3, [(b"b", b"2"), (None, b"keyless")])
+    entries = [segment(0, 2), segment(3, 4)]
+    rewrites = compaction.plan(entries, [[first], [second]], delete_retention_ms=10, now_ms=T0)
+    kept = RecordBatch(rewrites[0].batches[0])
+    assert [(r.offset, r.key, r.value) for r in kept.records()] == [(2, b"a", b"2")]
+    # Offsets, the last offset delta and the producer's sequence range stay as they were.
+    assert (kept.base_offset, kept.last_offset, kept.record_count) == (0, 2, 1)
+    assert (kept.producer_id, kept.producer_epoch, kept.base_sequence) == (7, 1, 40)
+    assert kept.last_sequence == first.last_sequence
+    assert kept.is_valid()
+    again = RecordBatch(rewrites[1].batches[0])
+    assert [(r.offset, r.key) for r in again.records()] == [(3, b"b")]
+    assert again.last_offset == 4
+    assert [r.removed for r in rewrites] == [2, 1]
+
+
+def test_an_unchanged_segment_is_left_alone():
+    only = built(0, [(b"a", b"1"), (b"b", b"1")])
+    (rewrite,) = compaction.plan([segment(0, 1)], [[only]], delete_retention_ms=10, now_ms=T0)
+    assert not rewrite.changed
+    assert rewrite.batches == [bytes(only.buffer)]
+
+
+def test_tombstones_live_for_delete_retention_ms_after_the_first_clean(tmp_path):
+    log = tiny_log(
+        tmp_path,
+        configs={
+            "cleanup.policy": "compact",
+            "segment.ms": 1,
+            "delete.retention.ms": 1000,
+        },
+    )
+    log.produce(0, [(b"k", b"v1"), (b"gone", b"x")])
+    log.produce(0, [(b"gone", None), (b"k", b"v2")])
+    log.clock.now += 10
+    log.housekeep("roll", "compaction")
+    assert [(r.key, r.value) for r in log.fetch_all(0)] == [(b"gone", None), (b"k", b"v2")]
+    log.clock.now += 500
+    log.housekeep("compaction")
+    assert [(r.key, r.value) for r in log.fetch_all(0)] == [(b"gone", None), (b"k", b"v2")]
+    log.clock.now += 600
+    log.housekeep("compaction")
+    assert [(r.offset, r.key, r.value) for r in log.fetch_all(0)] == [(3, b"k", b"v2")]
+    assert log.reader.head(log.topic.topic_id, 0) == (0, 4)
+
+
+def test_compaction_leaves_delete_topics_and_the_active_segment_alone(tmp_path):
+    log = tiny_log(tmp_path, configs={"cleanup.policy": "compact"})
+    for i in range(3):
+        log.produce(0, [(b"k", b"v%d" % i)])
+    log.housekeep("roll", "compaction")  # nothing rolled: segment.ms has not passed
+    assert len(log.fetch_all(0)) == 3
+
+
+# -- garbage collection --------------------------------------------------------------------
+
+
+def keys_of(log, prefix=""):
+    return {info.key for info in log.objects.list(prefix)}
+
+
+def test_objects_go_only_after_the_grace_period_and_never_while_referenced(tmp_path):
+    log = tiny_log(tmp_path, configs={"segment.ms": 1}, grace_ms=1000)
+    for i in range(5):
+        log.produce(0, [(None, b"v%d" % i)])
+    flushes = keys_of(log, "data/")
+    log.clock.now += 10
+    log.housekeep("roll")
+    assert log.housekeep("gc").objects_deleted == 0  # unreferenced, but within the grace
+    assert keys_of(log, "data/") == flushes
+    log.clock.now += 1000
+    assert log.housekeep("gc").objects_deleted == len(flushes)
+    assert keys_of(log, "data/") == set()
+    live = {k for e in partition_entries(log.meta, log.topic.topic_id, 0) for k in e.objects}
+    assert keys_of(log) == live
+    assert [r.value for r in log.fetch_all(0)] == [b"v%d" % i for i in range(5)]
+
+
+def test_unrecorded_orphans_are_reconciled_after_the_grace(tmp_path):
+    log = tiny_log(tmp_path, grace_ms=1000)
+    log.produce(0, [(None, b"kept")])
+    log.objects.put("data/flush/2026010100/orphan", b"never committed")
+    log.housekeep("gc")
+    assert "data/flush/2026010100/orphan" in keys_of(log)
+    log.clock.now += 1000
+    assert log.housekeep("gc").objects_deleted == 1
+    assert "data/flush/2026010100/orphan" not in keys_of(log)
+    assert [r.value for r in log.fetch_all(0)] == [b"kept"]
+
+
+def test_a_queued_object_still_in_use_is_kept(tmp_path):
+    log = tiny_log(tmp_path, grace_ms=10)
+    log.produce(0, [(None, b"kept")])
+    (live,) = keys_of(log, "data/")
+    collect.enqueue(log.meta, [live], log.clock.now)  # a job that enqueued, then lost its race
+    collect.record_orphan(log.meta, live, log.clock.now - 100)
+    log.clock.now += 100
+    assert log.housekeep("gc").objects_deleted == 0
+    assert keys_of(log, "data/") == {live}
+    assert list(log.meta.query(collect.GC_PK)) == []
