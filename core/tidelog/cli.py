@@ -50,6 +50,14 @@ def parser() -> argparse.ArgumentParser:
         "(default $TIDELOG_FLUSH_MS or 10)",
     )
 
+    dev.add_argument(
+        "--schedule-speedup",
+        type=float,
+        default=1.0,
+        help="run the template's schedules (roll, retention, compaction every minute; garbage "
+        "collection every 5) this many times faster, to watch housekeeping happen (default 1)",
+    )
+
     commands.add_parser("openapi", help="print the API's OpenAPI document, built from the code")
     return top
 
@@ -66,7 +74,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "dev":
         try:
-            dev.run(args.host, args.api_port, args.aws_port, args.flush_ms)
+            dev.run(
+                args.host,
+                args.api_port,
+                args.aws_port,
+                args.flush_ms,
+                schedule_speedup=args.schedule_speedup,
+            )
         except OSError as exc:
             print(f"tidelog dev: {exc}", file=sys.stderr)
             return 1

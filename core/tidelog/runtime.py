@@ -17,6 +17,7 @@ from tidelog import aws
 from tidelog.log.cache import ObjectCache
 from tidelog.log.fetch import LogReader
 from tidelog.log.groupcommit import GroupCommitter
+from tidelog.log.housekeeping import Housekeeper
 from tidelog.log.staging import StagingArea
 from tidelog.log.topics import TopicCache, Topics
 from tidelog.log.writer import Writer, recover_staging
@@ -109,6 +110,19 @@ def log_reader() -> LogReader:
     return LogReader(metadata_store(), objects, cache)
 
 
+@functools.cache
+def housekeeper() -> Housekeeper:
+    config = settings()
+    return Housekeeper(
+        metadata_store(),
+        object_store(),
+        topics(),
+        clock_ms=clock_ms,
+        grace_ms=config.gc_grace_ms,
+        settle_ms=config.roll_settle_ms,
+    )
+
+
 def reset() -> None:
     """Forget cached settings, stores and the write path (the environment changed)."""
     for cached in (
@@ -120,6 +134,7 @@ def reset() -> None:
         partitioner,
         _appender,
         log_reader,
+        housekeeper,
     ):
         cached.cache_clear()
     aws.reset()

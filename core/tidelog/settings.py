@@ -13,6 +13,8 @@ DEFAULT_STAGING_DIR = "/tmp/tidelog-staging"  # noqa: S108 - Lambda's only writa
 DEFAULT_FLUSH_BYTES = 4 * 1024 * 1024
 DEFAULT_CACHE_DIR = "/tmp/tidelog-cache"  # noqa: S108 - Lambda's only writable disk
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
+DEFAULT_GC_GRACE_MS = 60 * 60 * 1000
+DEFAULT_ROLL_SETTLE_MS = 60 * 1000  # beyond a produce request's whole life (29 s)
 
 
 class ConfigurationError(InternalError):
@@ -36,6 +38,11 @@ class Settings:
     """The fetch path's read-through cache of object bytes (``TIDELOG_CACHE_DIR``)."""
     cache_bytes: int = DEFAULT_CACHE_BYTES
     """Its size bound; 0 turns it off (``TIDELOG_CACHE_BYTES``)."""
+    gc_grace_ms: int = DEFAULT_GC_GRACE_MS
+    """How long an unreferenced object is kept for readers still on their way to it
+    (``TIDELOG_GC_GRACE_MS``)."""
+    roll_settle_ms: int = DEFAULT_ROLL_SETTLE_MS
+    """How old a committed run must be before the roller takes it (``TIDELOG_ROLL_SETTLE_MS``)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Settings:
@@ -50,6 +57,8 @@ class Settings:
             flush_bytes=_number(environ, "TIDELOG_FLUSH_BYTES", DEFAULT_FLUSH_BYTES),
             cache_dir=Path(environ.get("TIDELOG_CACHE_DIR") or DEFAULT_CACHE_DIR),
             cache_bytes=_number(environ, "TIDELOG_CACHE_BYTES", DEFAULT_CACHE_BYTES),
+            gc_grace_ms=_number(environ, "TIDELOG_GC_GRACE_MS", DEFAULT_GC_GRACE_MS),
+            roll_settle_ms=_number(environ, "TIDELOG_ROLL_SETTLE_MS", DEFAULT_ROLL_SETTLE_MS),
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 import tempfile
@@ -16,6 +17,7 @@ from tidelog.cluster import describe_cluster
 from tidelog.local.emulator import Emulator
 from tidelog.local.gateway import Gateway
 from tidelog.local.paths import template_path
+from tidelog.local.scheduler import Scheduler
 from tidelog.local.stack import Stack, deploy
 from tidelog.local.template import Template
 
@@ -28,12 +30,14 @@ class DevServer:
     stack: Stack
     api: BaseWSGIServer
     thread: threading.Thread
+    scheduler: Scheduler
 
     @property
     def api_url(self) -> str:
         return f"http://{self.api.host}:{self.api.port}"
 
     def stop(self) -> None:
+        self.scheduler.stop()
         self.api.shutdown()
         self.api.server_close()
         self.thread.join(timeout=10)
@@ -41,9 +45,17 @@ class DevServer:
 
 
 def start(
-    host: str, api_port: int, aws_port: int, *, flush_ms: int = 10, region: str = "us-east-1"
+    host: str,
+    api_port: int,
+    aws_port: int,
+    *,
+    flush_ms: int = 10,
+    region: str = "us-east-1",
+    schedule_speedup: float = 1.0,
 ) -> DevServer:
-    """``flush_ms`` is the group commit window: this host is long-running, unlike a Lambda."""
+    """``flush_ms`` is the group commit window: this host is long-running, unlike a Lambda.
+    The template's schedules (housekeeping) run at their rates, ``schedule_speedup`` times
+    faster."""
     emulator = Emulator(host, aws_port)
     emulator.start()
     try:
@@ -67,10 +79,14 @@ def start(
         raise
     thread = threading.Thread(target=api.serve_forever, name="tidelog-api", daemon=True)
     thread.start()
-    return DevServer(emulator, stack, api, thread)
+    scheduler = Scheduler.for_runtimes(list(stack.runtimes.values()), speedup=schedule_speedup)
+    scheduler.start()
+    return DevServer(emulator, stack, api, thread, scheduler)
 
 
-def run(host: str, api_port: int, aws_port: int, flush_ms: int) -> None:
+def run(
+    host: str, api_port: int, aws_port: int, flush_ms: int, *, schedule_speedup: float = 1.0
+) -> None:
     """Start, print where everything runs, serve until SIGINT or SIGTERM."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     for chatty in ("werkzeug", "botocore", "boto3"):
@@ -82,7 +98,9 @@ def run(host: str, api_port: int, aws_port: int, flush_ms: int) -> None:
 
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
-    server = start(host, api_port, aws_port, flush_ms=flush_ms)
+    if schedule_speedup <= 0:
+        raise OSError(f"--schedule-speedup must be positive, not {schedule_speedup}")
+    server = start(host, api_port, aws_port, flush_ms=flush_ms, schedule_speedup=schedule_speedup)
     try:
         info = describe_cluster(
             runtime.metadata_store(), clock_ms=runtime.clock_ms, random_bytes=runtime.random_bytes
@@ -97,11 +115,18 @@ def run(host: str, api_port: int, aws_port: int, flush_ms: int) -> None:
 def banner(server: DevServer, cluster_id: str) -> str:
     stack, api, aws = server.stack, server.api_url, server.emulator.url
     routes = "\n".join(f"    {r.method:6} {api}{r.path}" for r in stack.template.routes())
+    schedules = "\n".join(
+        f"  scheduled     {fn.logical_id} every {s.interval_s / server.scheduler.speedup:g} s "
+        f"{json.dumps(s.event)}"
+        for fn in stack.template.functions()
+        for s in fn.schedules
+    )
     return f"""\
 tidelog {__version__} dev - cluster {cluster_id}
 
   tidelog API   {api}
 {routes}
+{schedules}
   AWS emulator  {aws}   (S3, DynamoDB, Step Functions, Lambda; in memory, gone on exit)
     bucket {stack.bucket}   table {stack.table}
 

@@ -38,6 +38,8 @@ def schema() -> dict[str, Any]:
         "security": [{"sigv4": []}],
     }
     for fn in template.functions():
+        if not fn.routes:
+            continue  # scheduled, not behind the API
         app = load_module(fn).app
         document = json.loads(app.get_openapi_json_schema(title="tidelog", version=__version__))
         for path, operations in document.get("paths", {}).items():

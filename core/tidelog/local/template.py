@@ -8,6 +8,7 @@ local stack needs raises :class:`TemplateError` naming it, rather than being sil
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -62,6 +63,26 @@ class FunctionSpec:
     timeout_s: int
     memory_mb: int
     routes: tuple[Route, ...] = ()
+    schedules: tuple[Schedule, ...] = ()
+
+
+_RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
+_UNIT_S = {"minute": 60, "hour": 3600, "day": 86400}
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """An EventBridge schedule of a function: ``rate(...)`` and the event it sends."""
+
+    expression: str
+    event: dict[str, Any]
+
+    @property
+    def interval_s(self) -> int:
+        match = _RATE.fullmatch(self.expression)
+        if match is None:
+            raise TemplateError(f"only rate(...) schedules run locally, not {self.expression!r}")
+        return int(match.group(1)) * _UNIT_S[match.group(2).rstrip("s")]
 
 
 @dataclass(frozen=True)
@@ -203,6 +224,14 @@ class Template:
                 for e in props.get("Events", {}).values()
                 if e["Type"] == "Api"
             )
+            schedules = tuple(
+                Schedule(
+                    str(e["Properties"]["ScheduleExpression"]),
+                    json.loads(e["Properties"].get("Input", "{}")),
+                )
+                for e in props.get("Events", {}).values()
+                if e["Type"] == "ScheduleV2"
+            )
             specs.append(
                 FunctionSpec(
                     logical_id=lid,
@@ -213,6 +242,7 @@ class Template:
                     timeout_s=int(props.get("Timeout", defaults.get("Timeout", 3))),
                     memory_mb=int(props.get("MemorySize", defaults.get("MemorySize", 128))),
                     routes=routes,
+                    schedules=schedules,
                 )
             )
         return specs

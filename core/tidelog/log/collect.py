@@ -30,7 +30,6 @@ from tidelog.storage import Delete, MetadataStore, ObjectStore, Put
 logger = logging.getLogger(__name__)
 
 GC_PK = "gc"
-DEFAULT_GRACE_MS = 60 * 60 * 1000
 LOG_PREFIXES = ("data/", "segments/")
 
 
@@ -66,7 +65,7 @@ def collect(
     topics: Iterable[Topic],
     *,
     now_ms: int,
-    grace_ms: int = DEFAULT_GRACE_MS,
+    grace_ms: int,
 ) -> Collected:
     result = Collected()
     live = live_objects(meta, topics)

@@ -59,8 +59,8 @@ class Housekeeper:
         topics: Topics,
         *,
         clock_ms: Callable[[], int],
-        grace_ms: int = collect.DEFAULT_GRACE_MS,
-        settle_ms: int = roll.DEFAULT_SETTLE_MS,
+        grace_ms: int,
+        settle_ms: int,
     ) -> None:
         self._meta = meta
         self._objects = objects

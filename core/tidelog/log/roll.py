@@ -40,7 +40,6 @@ from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
 logger = logging.getLogger(__name__)
 
 MAX_ROLL_BYTES = 128 * 1024 * 1024  # a roll is built in memory: Lambda's, or the host's
-DEFAULT_SETTLE_MS = 60_000  # beyond a produce request's whole life (API Gateway: 29 s)
 
 
 @dataclass(frozen=True)
@@ -55,7 +54,7 @@ def plan(
     segment_bytes: int,
     segment_ms: int,
     now_ms: int,
-    settle_ms: int = DEFAULT_SETTLE_MS,
+    settle_ms: int,
 ) -> RollPlan:
     """What to roll, given a partition's index entries in offset order (pure)."""
     leftovers: list[LogEntry] = []
