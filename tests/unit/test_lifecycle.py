@@ -197,6 +197,9 @@ def test_unrecorded_orphans_are_reconciled_after_the_grace(tmp_path):
     log.objects.put("data/flush/2026010100/orphan", b"never committed")
     log.housekeep("gc")
     assert "data/flush/2026010100/orphan" in keys_of(log)
+    log.clock.now += 1000  # the grace, but not S3's one-second resolution of LastModified
+    log.housekeep("gc")
+    assert "data/flush/2026010100/orphan" in keys_of(log)
     log.clock.now += 1000
     assert log.housekeep("gc").objects_deleted == 1
     assert "data/flush/2026010100/orphan" not in keys_of(log)

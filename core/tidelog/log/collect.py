@@ -12,8 +12,12 @@ has passed, so a fetch that read an index item just before a roll can still GET 
   one nothing points at, older than the grace period and not waiting in the queue, is deleted
   (the orphans of writers that died between PUT and commit, which nothing recorded).
 
-The live set is read first, then the objects are listed: an object created after the live set
-was read is younger than the grace period, so it is never taken for garbage.
+The grace period must outlast the longest window between a PUT and the commit that references
+it (a produce's, a roll's), and the longest fetch; the default hour does, by far.
+
+``now_ms`` is taken before the live set is read, and objects are listed after: an object
+created since is younger than ``now_ms`` itself, so never older than the grace period. S3's
+LastModified has whole seconds; a second is added to it before comparing.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ logger = logging.getLogger(__name__)
 
 GC_PK = "gc"
 LOG_PREFIXES = ("data/", "segments/")
+LAST_MODIFIED_RESOLUTION_MS = 1000
 
 
 def record_orphan(meta: MetadataStore, object_key: str, now_ms: int) -> None:
@@ -92,7 +97,7 @@ def collect(
         for info in objects.list(prefix):
             if info.key in live or info.key in waiting:
                 continue
-            if info.last_modified_ms + grace_ms <= now_ms:
+            if info.last_modified_ms + LAST_MODIFIED_RESOLUTION_MS + grace_ms <= now_ms:
                 logger.info("collecting unreferenced object %s", info.key)
                 objects.delete(info.key)
                 result.deleted += 1

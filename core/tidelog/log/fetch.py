@@ -19,19 +19,26 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
-from tidelog.errors import TidelogError
+from tidelog.errors import RetriableError, TidelogError
 from tidelog.log import keys
 from tidelog.log.cache import ObjectCache
 from tidelog.log.entries import LogEntry
 from tidelog.log.segment import INDEX_INTERVAL_BYTES, CorruptIndexError, OffsetIndex, TimeIndex
 from tidelog.records import CorruptRecordError, RecordBatch, iter_batches, with_base_offset
-from tidelog.storage import MetadataStore, ObjectStore
+from tidelog.storage import MetadataStore, ObjectNotFoundError, ObjectStore
 
 logger = logging.getLogger(__name__)
 
 _LENGTH = struct.Struct(">i")
 _LENGTH_END = 12  # baseOffset (8) + batchLength (4)
+_REPLANS = 3
+_T = TypeVar("_T")
+
+
+class IndexMovedError(RetriableError):
+    """Roll, retention or compaction swapped index items under a read, again and again."""
 
 
 class OffsetOutOfRangeError(TidelogError):
@@ -109,7 +116,9 @@ class LogReader:
 
     def entries(self, topic_id: str, partition: int, offset: int) -> Iterator[LogEntry]:
         """Index entries from the one holding ``offset``, in offset order, each covering offsets
-        past the ones before it (leftovers of a half-done roll are skipped)."""
+        past the ones before it (leftovers of a half-done roll are skipped). Entries cover the
+        log without gaps; a gap means a roll, retention or compaction swapped items between two
+        reads of the index, and raises :class:`IndexMovedError`."""
         pk = keys.log_pk(topic_id, partition)
         hi = keys.index_sk(offset)
         first = next(
@@ -122,12 +131,32 @@ class LogReader:
             entry = LogEntry.from_item(item)
             if entry.last_offset < covered:
                 continue
+            if entry.base_offset > covered:
+                raise IndexMovedError(f"{pk}: no index entry holds offset {covered}")
             yield entry
             covered = entry.last_offset + 1
 
     # -- fetch ---------------------------------------------------------------------------
 
     def fetch(self, topic_id: str, partition: int, offset: int, max_bytes: int) -> PartitionData:
+        """Committed batches from ``offset``. An object that vanished under the read was
+        replaced (rolled, compacted) and collected after a grace period this read outlived:
+        the index now points elsewhere, so the read starts over from it."""
+        return self._replanning(lambda: self._fetch(topic_id, partition, offset, max_bytes))
+
+    @staticmethod
+    def _replanning(read: Callable[[], _T]) -> _T:
+        for _ in range(_REPLANS):
+            try:
+                return read()
+            except (ObjectNotFoundError, IndexMovedError) as exc:
+                logger.info("the index moved under a read (%s); reading again", exc)
+        try:
+            return read()
+        except ObjectNotFoundError as exc:
+            raise IndexMovedError(str(exc)) from exc
+
+    def _fetch(self, topic_id: str, partition: int, offset: int, max_bytes: int) -> PartitionData:
         log_start, high_watermark = self.head(topic_id, partition)
         if not log_start <= offset <= high_watermark:
             raise OffsetOutOfRangeError(offset, log_start, high_watermark)
@@ -211,6 +240,11 @@ class LogReader:
         """(offset, timestamp) of the first record whose timestamp >= ``timestamp``, scanning
         from the first entry whose max timestamp reaches it (Kafka's ``fetchOffsetByTimestamp``);
         None when no record does."""
+        return self._replanning(lambda: self._offset_for_timestamp(topic_id, partition, timestamp))
+
+    def _offset_for_timestamp(
+        self, topic_id: str, partition: int, timestamp: int
+    ) -> tuple[int, int] | None:
         log_start, high_watermark = self.head(topic_id, partition)
         for entry in self.entries(topic_id, partition, log_start):
             if entry.base_offset >= high_watermark:
