@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import core, emulator, produce
+from benchmarks import core, emulator, fetch, produce
 
-MODULES = [core, produce, emulator]
+MODULES = [core, produce, fetch, emulator]
 OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 
 

@@ -118,11 +118,10 @@ def fetch_records(
     metrics.add_metric(name="BytesFetched", unit=MetricUnit.Bytes, value=data.size)
     accept = app.current_event.get_header_value("accept", default_value="") or ""
     if serve.RECORD_BATCH_TYPE in accept:
-        return Response(
-            status_code=200,
-            content_type=serve.RECORD_BATCH_TYPE,
-            body=b"".join(b.data for b in data.batches),
-            headers={
+        return api.binary_response(
+            serve.RECORD_BATCH_TYPE,
+            b"".join(b.data for b in data.batches),
+            {
                 "X-High-Watermark": str(data.high_watermark),
                 "X-Log-Start-Offset": str(data.log_start_offset),
                 "X-Next-Offset": str(data.next_offset),

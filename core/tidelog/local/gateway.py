@@ -201,7 +201,7 @@ class Gateway:
     def _response(self, result: Any, request: Request) -> tuple[int, Headers, bytes]:
         if not isinstance(result, dict) or not isinstance(result.get("statusCode"), int):
             raise TypeError(f"malformed Lambda proxy response: {result!r:.200}")
-        if len(json.dumps(result)) > MAX_LAMBDA_PAYLOAD:
+        if _payload_size(result) > MAX_LAMBDA_PAYLOAD:
             raise ValueError("Lambda response over 6 MB")
         headers = Headers()
         for name, value in (result.get("headers") or {}).items():
@@ -226,6 +226,15 @@ def _event_size(event: dict[str, Any]) -> int:
     body = event["body"] or ""
     size = len(body) if event["isBase64Encoded"] else len(body.encode())
     return len(json.dumps({**event, "body": None})) + size + 2
+
+
+def _payload_size(result: dict[str, Any]) -> int:
+    """The response's size as Lambda counts it (its JSON). A base64 body needs no escaping, so
+    a multi-megabyte one is counted without serializing it again."""
+    body = result.get("body")
+    if result.get("isBase64Encoded") and isinstance(body, str):
+        return len(json.dumps({**result, "body": ""})) + len(body)
+    return len(json.dumps(result))
 
 
 def _message(start_response: StartResponse, status: int, message: str) -> list[bytes]:

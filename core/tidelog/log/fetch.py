@@ -326,12 +326,12 @@ def wait_until(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> bool:
-    """Poll ``ready`` with growing pauses (10 ms to 250 ms) until it holds or ``deadline``."""
+    """Poll ``ready`` with growing pauses (10 ms to 100 ms) until it holds or ``deadline``."""
     pause = 0.01
     while not ready():
         remaining = deadline - clock()
         if remaining <= 0:
             return False
         sleep(min(pause, remaining))
-        pause = min(pause * 1.5, 0.25)
+        pause = min(pause * 1.5, 0.1)
     return True
