@@ -21,7 +21,7 @@ from typing import Any
 
 from benchmarks.produce import _post, _topic, batch_bytes
 from benchmarks.report import Section
-from tidelog import runtime
+from tidelog import aws, runtime
 from tidelog.local import dev
 from tidelog.local.stack import aws_client
 from tidelog.log.housekeeping import partition_entries, without_leftovers
@@ -66,7 +66,8 @@ def _counting_gets() -> Iterator[list[int]]:
     def count(**_: Any) -> None:
         counter[0] += 1
 
-    events = runtime.object_store()._s3.meta.events  # type: ignore[attr-defined]  # noqa: SLF001
+    runtime.object_store()
+    events = aws.client("s3").meta.events  # the client the functions' object store uses
     events.register("before-call.s3.GetObject", count)
     try:
         yield counter
@@ -101,7 +102,7 @@ def _cache_pass(server: dev.DevServer, topic: str, end: int) -> tuple[float, flo
     _reset_cache(enabled=True)
     with _counting_gets() as cold:
         served = _fetch_all(server.api_url, topic, end)
-    cache = runtime.log_reader()._cache  # noqa: SLF001
+    cache = runtime.log_reader().cache
     assert cache is not None
     hits, misses = cache.hits, cache.misses
     with _counting_gets() as warm:
@@ -111,33 +112,29 @@ def _cache_pass(server: dev.DevServer, topic: str, end: int) -> tuple[float, flo
     return cold[0] / mib, warm[0] / mib, hit_rate
 
 
+def _consume(api: str, topic: str, offset: int, stamps: dict[str, float]) -> None:
+    url = f"{api}/v1/topics/{topic}/partitions/0/records?offset={offset}&max_wait_ms=5000"
+    with urllib.request.urlopen(url, timeout=30) as response:
+        records = json.loads(response.read())["records"]
+    stamps["fetched"] = time.perf_counter()
+    if not records or records[0]["offset"] != offset:
+        raise AssertionError(f"the poll at {offset} returned {records}")
+
+
 def _latency(server: dev.DevServer, samples: int = 100) -> tuple[float, float]:
     """p50 and p99 (ms) from a produce request's start to a long-polling fetch returning it."""
     api = server.api_url
     topic = _topic(api, partitions=1)
     latencies = []
     for offset in range(samples):
-        done = threading.Event()
         stamps: dict[str, float] = {}
-
-        def consume(offset: int = offset) -> None:
-            url = (
-                f"{api}/v1/topics/{topic}/partitions/0/records?offset={offset}&max_wait_ms=5000"
-            )
-            with urllib.request.urlopen(url, timeout=30) as response:
-                records = json.loads(response.read())["records"]
-            stamps["fetched"] = time.perf_counter()
-            assert records and records[0]["offset"] == offset
-            done.set()
-
-        consumer = threading.Thread(target=consume)
+        consumer = threading.Thread(target=_consume, args=(api, topic, offset, stamps))
         consumer.start()
         time.sleep(0.02)  # the poll is waiting before the record is produced
         stamps["produced"] = time.perf_counter()
         body = json.dumps({"records": [{"value": f"record {offset}"}]}).encode()
         _post(f"{api}/v1/topics/{topic}/records", body, "application/json")
-        done.wait(30)
-        consumer.join()
+        consumer.join(30)
         latencies.append((stamps["fetched"] - stamps["produced"]) * 1000)
     latencies.sort()
     return statistics.median(latencies), latencies[int(len(latencies) * 0.99) - 1]

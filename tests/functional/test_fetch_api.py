@@ -9,7 +9,7 @@ import urllib.request
 import uuid
 
 import pytest
-from kafka.record.default_records import DefaultRecordBatch
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from tests.functional.test_produce_api import BATCH, call, kafka_python_batch
 
 RAW = {"Accept": "application/vnd.kafka.record-batch"}
@@ -192,3 +192,20 @@ def test_list_offsets(dev, topic):
     assert call(dev, "GET", f"{offsets_path}?at=3000")[1] == {"offset": 2, "timestamp": 3000}
     assert call(dev, "GET", f"{offsets_path}?at=3001")[1] == {"offset": -1, "timestamp": -1}
     assert call(dev, "GET", f"{offsets_path}?at=soon")[0] == 400
+
+
+def test_a_compacted_topic_refuses_keyless_records(dev):
+    name = f"c-{uuid.uuid4().hex[:8]}"
+    configs = {"cleanup.policy": "compact"}
+    assert call(dev, "POST", "/v1/topics", {"name": name, "configs": configs})[0] == 201
+    records = [{"key": "k", "value": "kept"}, {"value": "no key"}]
+    status, body = call(dev, "POST", f"/v1/topics/{name}/records", {"records": records})
+    assert status == 200
+    assert body["offsets"][0]["offset"] == 0
+    assert body["offsets"][1]["error"] == "INVALID_RECORD"
+    keyless = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 10**6)
+    keyless.append(0, 1_700_000_000_000, None, b"value", [])
+    path = f"/v1/topics/{name}/partitions/0/batches"
+    status, body = call(dev, "POST", path, bytes(keyless.build()), headers=BATCH)
+    assert (status, body["error"]) == (400, "INVALID_RECORD")
+    assert fetch(dev, name, 0)[1]["high_watermark"] == 1

@@ -109,6 +109,10 @@ class LogReader:
         self._cache = cache
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="tidelog-get")
 
+    @property
+    def cache(self) -> ObjectCache | None:
+        return self._cache
+
     # -- the head and the index ----------------------------------------------------------
 
     def head(self, topic_id: str, partition: int) -> tuple[int, int]:

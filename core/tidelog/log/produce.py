@@ -16,10 +16,15 @@ import pybase64
 
 from tidelog.errors import InvalidRequestError, TidelogError
 from tidelog.log.topics import Topic
-from tidelog.log.validate import InvalidTimestampError, ProducedBatch, validate_batches
+from tidelog.log.validate import (
+    KEYLESS_ON_COMPACTED,
+    InvalidTimestampError,
+    ProducedBatch,
+    validate_batches,
+)
 from tidelog.log.writer import AppendRequest
 from tidelog.partitioner import Partitioner, select_partition
-from tidelog.records import RecordBatchBuilder
+from tidelog.records import InvalidRecordError, RecordBatchBuilder
 
 MAX_RECORDS_PER_REQUEST = 10_000
 CODEC_OF = {"producer": "none", "uncompressed": "none"}
@@ -38,11 +43,16 @@ def log_append_time(topic: Topic, now_ms: int) -> int | None:
     return now_ms if topic.config("message.timestamp.type") == "LogAppendTime" else None
 
 
+def compacted(topic: Topic) -> bool:
+    return "compact" in topic.config("cleanup.policy").split(",")
+
+
 def parse_raw(topic: Topic, body: bytes, now_ms: int) -> list[ProducedBatch]:
     return validate_batches(
         body,
         max_message_bytes=int(topic.config("max.message.bytes")),
         log_append_time=log_append_time(topic, now_ms),
+        require_keys=compacted(topic),
     )
 
 
@@ -124,7 +134,11 @@ def plan_json_produce(
 ) -> JsonProduce:
     placement: list[tuple[int, int] | TidelogError] = []
     by_partition: dict[int, list[tuple[int, JsonRecord]]] = {}
+    keys_required = compacted(topic)
     for index, record in enumerate(records):
+        if keys_required and record.key is None:
+            placement.append(InvalidRecordError(KEYLESS_ON_COMPACTED))
+            continue
         try:
             partition = select_partition(
                 partitioner,

@@ -16,6 +16,8 @@ from tidelog.records import (
     with_log_append_time,
 )
 
+KEYLESS_ON_COMPACTED = "a compacted topic cannot accept a record without a key"
+
 
 class InvalidTimestampError(InvalidRequestError):
     default_kafka_error = "INVALID_TIMESTAMP"
@@ -39,7 +41,11 @@ class ProducedBatch:
 
 
 def validate_batches(
-    body: bytes, *, max_message_bytes: int, log_append_time: int | None
+    body: bytes,
+    *,
+    max_message_bytes: int,
+    log_append_time: int | None,
+    require_keys: bool = False,
 ) -> list[ProducedBatch]:
     """The batches of ``body``, each validated; ``log_append_time`` stamps them (LogAppendTime
     topics: the one case where the bytes change). Raises a 4xx error naming the first problem."""
@@ -52,7 +58,7 @@ def validate_batches(
             raise InvalidRecordError(
                 f"message format v{batch.magic} is not accepted for produce; send magic 2"
             )
-        batches.append(_validate(batch, max_message_bytes, log_append_time))
+        batches.append(_validate(batch, max_message_bytes, log_append_time, require_keys))
     if reader.trailing_bytes:
         raise CorruptRecordError(
             f"the request ends inside a batch ({reader.trailing_bytes} bytes left over)"
@@ -61,7 +67,7 @@ def validate_batches(
 
 
 def _validate(
-    batch: RecordBatch, max_message_bytes: int, log_append_time: int | None
+    batch: RecordBatch, max_message_bytes: int, log_append_time: int | None, require_keys: bool
 ) -> ProducedBatch:
     if batch.size_in_bytes > max_message_bytes:
         raise RecordTooLargeError(
@@ -80,6 +86,8 @@ def _validate(
         r.offset != batch.base_offset + i for i, r in enumerate(records)
     ):
         raise InvalidRecordError("produced record offsets must run 0, 1, 2, ... within a batch")
+    if require_keys and any(r.key is None for r in records):
+        raise InvalidRecordError(KEYLESS_ON_COMPACTED)
     if any(r.timestamp < 0 for r in records):
         raise InvalidTimestampError("record timestamps must not be negative")
     if batch.timestamp_type == "create" and batch.max_timestamp != max(
