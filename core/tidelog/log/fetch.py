@@ -13,6 +13,7 @@ cache, and patches each run batch's 8-byte baseOffset with its committed offset.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import struct
 import time
@@ -124,14 +125,22 @@ class LogReader:
         log without gaps; a gap means a roll, retention or compaction swapped items between two
         reads of the index, and raises :class:`IndexMovedError`."""
         pk = keys.log_pk(topic_id, partition)
-        hi = keys.index_sk(offset)
-        first = next(
-            iter(self._meta.query(pk, lo=keys.INDEX_PREFIX, hi=hi, descending=True, limit=1)),
-            None,
-        )
-        lo = str(first["sk"]) if first is not None else hi
+        at = keys.index_sk(offset)
+        end = keys.INDEX_PREFIX + "~"
+        items = self._meta.query(pk, lo=at, hi=end)
+        aligned = next(items, None)
+        if aligned is None or aligned["sk"] != at:
+            # The offset is inside an entry (or past the last): find the one holding it. A
+            # consumer reading whole runs lands on an entry's base and skips this query.
+            first = next(
+                iter(self._meta.query(pk, lo=keys.INDEX_PREFIX, hi=at, descending=True, limit=1)),
+                None,
+            )
+            items = self._meta.query(pk, lo=str(first["sk"]) if first else at, hi=end)
+        else:
+            items = itertools.chain([aligned], items)
         covered = offset
-        for item in self._meta.query(pk, lo=lo, hi=keys.INDEX_PREFIX + "~"):
+        for item in items:
             entry = LogEntry.from_item(item)
             if entry.last_offset < covered:
                 continue
