@@ -1,0 +1,1 @@
+"""Consumer groups: membership and committed offsets in DynamoDB, assignment by a state machine."""

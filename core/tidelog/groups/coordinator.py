@@ -1,0 +1,742 @@
+"""The group coordinator over the metadata store: joins, heartbeats, leaves, fenced offset
+commits, and the assignment a rebalance writes.
+
+Items::
+
+    ("groups", <group>)                      the registry, for listing
+    ("group#<group>", "meta")                state, generation, protocol, version (compare-and-set)
+    ("group#<group>", "member#<member id>")  a member: subscription, timeouts, last heartbeat
+    ("group#<group>", "fenced#<member id>")  a static member's old id, replaced by a rejoin
+    ("group#<group>", "assignment")          the assignment of the last completed generation
+    ("offsets#<group>", "<topic>#<partition>")  a committed offset
+
+Every membership change (join, leave, a session found expired, a subscribed topic appearing or
+growing) is one transaction conditional on the meta item's version; it moves the group to the
+next generation in PreparingRebalance and starts the assignment state machine for it. The
+state machine's task calls :meth:`Coordinator.assign`, which writes the assignment only if the
+generation is still current. Sessions expire by their last heartbeat, checked on every
+operation on the group (never by DynamoDB TTL).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol, TypeVar
+
+from tidelog.assignors import TopicPartition, assign
+from tidelog.errors import InvalidRequestError, RetriableError, TidelogError
+from tidelog.groups.model import (
+    MAX_METADATA_BYTES,
+    Assignment,
+    FencedInstanceError,
+    Group,
+    IllegalGenerationError,
+    Limits,
+    Member,
+    NonEmptyGroupError,
+    RebalanceInProgressError,
+    State,
+    UnknownMemberError,
+    empty_group,
+    expired_members,
+    is_cooperative,
+    new_member,
+    rebalanced,
+    select_protocol,
+    subscriptions,
+    validate_group_id,
+    withheld,
+)
+from tidelog.log.fetch import LogReader
+from tidelog.log.topics import Topics
+from tidelog.storage import (
+    Check,
+    Compare,
+    Condition,
+    ConditionFailedError,
+    Delete,
+    Item,
+    ItemAbsent,
+    ItemExists,
+    MetadataStore,
+    Put,
+    Write,
+    all_of,
+)
+from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
+
+logger = logging.getLogger(__name__)
+
+GROUPS_PK = "groups"
+META_SK = "meta"
+ASSIGNMENT_SK = "assignment"
+MEMBER_PREFIX = "member#"
+FENCED_PREFIX = "fenced#"
+_ATTEMPTS = 30
+_EXPIRE_AT_ONCE = 90
+_T = TypeVar("_T")
+
+
+def group_pk(group: str) -> str:
+    return f"group#{group}"
+
+
+def offsets_pk(group: str) -> str:
+    return f"offsets#{group}"
+
+
+class Rebalancer(Protocol):
+    """Starts the computation of a generation's assignment (the state machine, in AWS)."""
+
+    def start(self, group: str, generation: int, delay_ms: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class JoinRequest:
+    topics: Sequence[str] = ()
+    topic_pattern: str | None = None
+    assignors: Sequence[str] = ("range",)
+    session_timeout_ms: int = 45_000
+    rebalance_timeout_ms: int = 300_000
+    group_instance_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Joined:
+    member_id: str
+    generation: int
+    state: State
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    state: State
+    generation: int
+    assignment: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class OffsetCommit:
+    topic: str
+    partition: int
+    offset: int
+    metadata: str = ""
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    topic: str
+    partition: int
+    offset: int | None = None
+    error: TidelogError | None = None
+
+
+@dataclass(frozen=True)
+class Committed:
+    topic: str
+    partition: int
+    offset: int
+    metadata: str
+    commit_ms: int
+
+
+class Coordinator:
+    def __init__(
+        self,
+        meta: MetadataStore,
+        topics: Topics,
+        reader: LogReader,
+        rebalancer: Rebalancer,
+        *,
+        clock_ms: Callable[[], int],
+        limits: Limits | None = None,
+        initial_rebalance_delay_ms: int = 3000,
+        new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+    ) -> None:
+        self._meta = meta
+        self._topics = topics
+        self._reader = reader
+        self._rebalancer = rebalancer
+        self._clock_ms = clock_ms
+        self._limits = limits or Limits()
+        self._initial_delay_ms = initial_rebalance_delay_ms
+        self._new_id = new_id
+
+    # -- reading -------------------------------------------------------------------------
+
+    def load(self, name: str) -> Group:
+        group = empty_group(name)
+        members: dict[str, Member] = {}
+        fenced: dict[str, str] = {}
+        for item in self._meta.query(group_pk(name)):
+            sk = str(item["sk"])
+            if sk == META_SK:
+                group = replace(
+                    group,
+                    state=State(str(item["state"])),
+                    generation=_int(item["generation"]),
+                    protocol=None if item.get("protocol") is None else str(item["protocol"]),
+                    version=_int(item["version"]),
+                )
+            elif sk.startswith(MEMBER_PREFIX):
+                member = _member(item)
+                members[member.member_id] = member
+            elif sk.startswith(FENCED_PREFIX):
+                fenced[sk[len(FENCED_PREFIX) :]] = str(item["group_instance_id"])
+            elif sk == ASSIGNMENT_SK:
+                group = replace(group, assignment=_assignment(item))
+        return replace(group, members=members, fenced=fenced)
+
+    def groups(self) -> list[Group]:
+        return [self.load(str(item["sk"])) for item in self._meta.query(GROUPS_PK)]
+
+    def describe(self, name: str) -> Group:
+        validate_group_id(name)
+        return self._mutate(name, lambda group: (group, [], group))
+
+    # -- membership ----------------------------------------------------------------------
+
+    def join(self, name: str, request: JoinRequest) -> Joined:
+        validate_group_id(name)
+        now = self._clock_ms()
+
+        def change(group: Group) -> tuple[Group, list[Write], Joined]:
+            instance = request.group_instance_id
+            previous = group.static_member(instance) if instance is not None else None
+            prefix = f"{instance}-" if instance is not None else ""
+            member = new_member(
+                f"{prefix}{self._new_id()}",
+                topics=request.topics,
+                topic_pattern=request.topic_pattern,
+                assignors=request.assignors,
+                session_timeout_ms=request.session_timeout_ms,
+                rebalance_timeout_ms=request.rebalance_timeout_ms,
+                group_instance_id=instance,
+                now_ms=now,
+                limits=self._limits,
+            )
+            members = {
+                k: v
+                for k, v in group.members.items()
+                if previous is None or k != previous.member_id
+            }
+            members[member.member_id] = member
+            protocol = select_protocol(members.values())
+            extra: list[Write] = []
+            if previous is not None:
+                extra.append(_fence(name, previous))
+                if (
+                    group.state == State.STABLE
+                    and previous.same_subscription(member)
+                    and group.current_assignment() is not None
+                ):
+                    # KIP-345: the same static member is back; it gets its partitions back
+                    # under its new id, and nobody rebalances.
+                    assignment = group.current_assignment()
+                    assert assignment is not None
+                    moved = dict(assignment.members)
+                    moved[member.member_id] = moved.pop(previous.member_id, ())
+                    stable = replace(
+                        group,
+                        members=members,
+                        assignment=replace(assignment, members=moved),
+                    )
+                    extra.append(Put(_assignment_item(name, stable.assignment)))
+                    return stable, extra, Joined(member.member_id, group.generation, State.STABLE)
+            changed = rebalanced(group, members, protocol)
+            return changed, extra, Joined(member.member_id, changed.generation, changed.state)
+
+        return self._mutate(name, change)
+
+    def leave(self, name: str, member_id: str) -> None:
+        validate_group_id(name)
+
+        def change(group: Group) -> tuple[Group, list[Write], None]:
+            self._known(group, member_id)
+            members = {k: v for k, v in group.members.items() if k != member_id}
+            protocol = select_protocol(members.values()) if members else None
+            return rebalanced(group, members, protocol), [], None
+
+        self._mutate(name, change)
+
+    def heartbeat(self, name: str, member_id: str, generation: int) -> Heartbeat:
+        """Kafka's Heartbeat and SyncGroup in one: keeps the session alive and answers the
+        member's assignment once its generation is Stable."""
+        validate_group_id(name)
+        now = self._clock_ms()
+        sizes = self._topic_sizes()
+
+        def change(group: Group) -> tuple[Group, list[Write], Group]:
+            member = self._known(group, member_id)
+            if generation > group.generation:
+                raise IllegalGenerationError(
+                    f"generation {generation} is ahead of the group's {group.generation}"
+                )
+            alive = replace(member, heartbeat_ms=now)
+            members = {**group.members, member_id: alive}
+            assignment = group.current_assignment()
+            if group.state == State.STABLE and assignment is not None:
+                wanted = {
+                    t: n for t, n in sizes.items() if any(m.subscribes(t) for m in members.values())
+                }
+                if wanted != dict(assignment.partitions):
+                    # A subscribed topic appeared, grew or went away: the group rebalances.
+                    changed = rebalanced(group, members, group.protocol)
+                    return changed, [], changed
+            alive_group = replace(group, members=members)
+            return alive_group, [], alive_group
+
+        group = self._mutate(name, change)
+        assignment = group.current_assignment()
+        if group.state == State.STABLE and assignment is not None:
+            return Heartbeat(group.state, group.generation, assignment.of(member_id))
+        keep: tuple[TopicPartition, ...] = ()
+        if is_cooperative(group.protocol) and group.assignment is not None:
+            keep = group.assignment.of(member_id)  # cooperative: keep what does not move
+        raise RebalanceInProgressError(
+            f"group {name} is rebalancing to generation {group.generation}",
+            generation=group.generation,
+            state=group.state.value,
+            keep=keep,
+        )
+
+    def _known(self, group: Group, member_id: str) -> Member:
+        if member_id in group.fenced:
+            raise FencedInstanceError(
+                f"member {member_id} was replaced by a newer member with group_instance_id "
+                f"{group.fenced[member_id]!r}"
+            )
+        member = group.members.get(member_id)
+        if member is None:
+            raise UnknownMemberError(f"member {member_id!r} is not in group {group.name!r}")
+        return member
+
+    # -- the rebalance's task --------------------------------------------------------------
+
+    def assign(self, name: str, generation: int) -> dict[str, object]:
+        """Compute and write generation ``generation``'s assignment, if it is still current."""
+        sizes = self._topic_sizes()
+        follow_up: list[bool] = [False]
+
+        def change(group: Group) -> tuple[Group, list[Write], dict[str, object]]:
+            if group.generation != generation or group.state != State.PREPARING_REBALANCE:
+                return group, [], {"group": name, "generation": generation, "stale": True}
+            subscribed, wanted = subscriptions(group, sizes)
+            result = assign(group.protocol or "range", wanted, subscribed)
+            assignment = Assignment(
+                generation,
+                group.protocol,
+                {m: tuple(ps) for m, ps in result.items()},
+                wanted,
+            )
+            follow_up[0] = is_cooperative(group.protocol) and withheld(result, wanted)
+            stable = replace(group, state=State.STABLE, assignment=assignment)
+            return (
+                stable,
+                [Put(_assignment_item(name, assignment))],
+                {"group": name, "generation": generation, "stale": False},
+            )
+
+        answer = self._mutate(name, change, expire=False)
+        if follow_up[0]:
+            # Cooperative rebalancing (KIP-429): partitions changing owner were held back; their
+            # old owners have given them up in this generation, the next one hands them over.
+            self._mutate(
+                name,
+                lambda group: (
+                    (rebalanced(group, group.members, group.protocol), [], None)
+                    if group.generation == generation and group.state == State.STABLE
+                    else (group, [], None)
+                ),
+            )
+        return answer
+
+    # -- offsets ---------------------------------------------------------------------------
+
+    def commit(
+        self, name: str, member_id: str, generation: int, offsets: Sequence[OffsetCommit]
+    ) -> list[CommitResult]:
+        validate_group_id(name)
+        keys = [(o.topic, o.partition) for o in offsets]
+        if len(set(keys)) != len(keys):
+            raise InvalidRequestError("a partition is named twice in one commit")
+        results: dict[tuple[str, int], CommitResult] = {}
+        pending = []
+        for commit in offsets:
+            error = self._check_commit(commit)
+            if error is not None:
+                results[(commit.topic, commit.partition)] = CommitResult(
+                    commit.topic, commit.partition, error=error
+                )
+            else:
+                pending.append(commit)
+        for start in range(0, len(pending), MAX_TRANSACTION_WRITES - 2):
+            chunk = pending[start : start + MAX_TRANSACTION_WRITES - 2]
+            for result in self._commit_chunk(name, member_id, generation, chunk):
+                results[(result.topic, result.partition)] = result
+        return [results[k] for k in keys]
+
+    def _check_commit(self, commit: OffsetCommit) -> TidelogError | None:
+        if len(commit.metadata.encode()) > MAX_METADATA_BYTES:
+            return InvalidRequestError(
+                f"metadata over {MAX_METADATA_BYTES} bytes", kafka_error="OFFSET_METADATA_TOO_LARGE"
+            )
+        try:
+            topic = self._topics.get(commit.topic)
+            topic.check_partition(commit.partition)
+        except TidelogError as exc:
+            return exc
+        _, end = self._reader.head(topic.topic_id, commit.partition)
+        if not 0 <= commit.offset <= end:
+            return InvalidRequestError(
+                f"offset {commit.offset} is outside [0, {end}], the partition's offsets",
+                kafka_error="OFFSET_OUT_OF_RANGE",
+            )
+        return None
+
+    def _commit_chunk(
+        self, name: str, member_id: str, generation: int, chunk: Sequence[OffsetCommit]
+    ) -> list[CommitResult]:
+        for _ in range(_ATTEMPTS):
+            group = self._expired(self.load(name))
+            self._fence_commit(group, member_id, generation)
+            now = self._clock_ms()
+            current = self.committed(name, [(c.topic, c.partition) for c in chunk])
+            results, writes = [], []
+            for commit in chunk:
+                before = current.get((commit.topic, commit.partition))
+                if before is not None and commit.offset < before.offset:
+                    results.append(
+                        CommitResult(
+                            commit.topic,
+                            commit.partition,
+                            error=InvalidRequestError(
+                                f"offset {commit.offset} is below the committed {before.offset}; "
+                                "committed offsets move back only by a reset",
+                                kafka_error="OFFSET_OUT_OF_RANGE",
+                            ),
+                        )
+                    )
+                    continue
+                results.append(CommitResult(commit.topic, commit.partition, commit.offset))
+                writes.append(
+                    Put(
+                        {
+                            "pk": offsets_pk(name),
+                            "sk": _offset_sk(commit.topic, commit.partition),
+                            "topic": commit.topic,
+                            "partition": commit.partition,
+                            "offset": commit.offset,
+                            "metadata": commit.metadata,
+                            "commit_ms": now,
+                            "generation": generation,
+                            "member_id": member_id,
+                        },
+                        ItemAbsent() if before is None else Compare("offset", "=", before.offset),
+                    )
+                )
+            if not writes:
+                return results
+            if not group.exists:  # Kafka creates a group on its first commit
+                writes.append(Put({"pk": GROUPS_PK, "sk": name}))
+            try:
+                self._meta.transact([_meta_check(name, group), *writes])
+            except ConditionFailedError:
+                continue  # the group or an offset moved: look again
+            return results
+        raise RetriableError(f"group {name} kept changing under the commit; try again")
+
+    def _fence_commit(self, group: Group, member_id: str, generation: int) -> None:
+        if not group.members:
+            if member_id or generation != -1:
+                raise UnknownMemberError(
+                    f'group {group.name} has no members: commit with member_id "" and '
+                    "generation_id -1"
+                )
+            return
+        self._known(group, member_id)
+        if group.state == State.STABLE and generation == group.generation:
+            return
+        last = group.assignment.generation if group.assignment is not None else None
+        if group.state == State.PREPARING_REBALANCE and generation == last:
+            return  # what a member processed before the rebalance is still its to commit
+        if group.state == State.PREPARING_REBALANCE and generation == group.generation:
+            raise RebalanceInProgressError(
+                f"group {group.name} is rebalancing",
+                generation=group.generation,
+                state=group.state.value,
+            )
+        raise IllegalGenerationError(
+            f"generation {generation} is not the group's current {group.generation}"
+        )
+
+    def committed(
+        self, name: str, partitions: Iterable[tuple[str, int]] | None = None
+    ) -> dict[tuple[str, int], Committed]:
+        wanted = None if partitions is None else set(partitions)
+        out = {}
+        for item in self._meta.query(offsets_pk(name)):
+            key = (str(item["topic"]), _int(item["partition"]))
+            if wanted is not None and key not in wanted:
+                continue
+            out[key] = Committed(
+                key[0],
+                key[1],
+                _int(item["offset"]),
+                str(item.get("metadata", "")),
+                _int(item["commit_ms"]),
+            )
+        return out
+
+    def reset(
+        self,
+        name: str,
+        to: str,
+        *,
+        topics: Sequence[str] = (),
+        timestamp: int | None = None,
+        offset: int | None = None,
+    ) -> list[Committed]:
+        """Move committed offsets anywhere (back included): only while the group is empty."""
+        validate_group_id(name)
+        group = self._expired(self.load(name))
+        if group.members:
+            raise NonEmptyGroupError(
+                f"group {name} has {len(group.members)} member(s): reset offsets only while it "
+                "is empty"
+            )
+        names = list(topics) or sorted({t for t, _ in self.committed(name)})
+        now = self._clock_ms()
+        writes: list[Write] = []
+        out = []
+        for topic_name in names:
+            topic = self._topics.get(topic_name)
+            for partition in range(topic.partitions):
+                target = self._reset_target(topic.topic_id, partition, to, timestamp, offset)
+                out.append(Committed(topic_name, partition, target, "", now))
+                writes.append(
+                    Put(
+                        {
+                            "pk": offsets_pk(name),
+                            "sk": _offset_sk(topic_name, partition),
+                            "topic": topic_name,
+                            "partition": partition,
+                            "offset": target,
+                            "metadata": "",
+                            "commit_ms": now,
+                            "generation": -1,
+                            "member_id": "",
+                        }
+                    )
+                )
+        for start in range(0, len(writes), MAX_TRANSACTION_WRITES - 1):
+            try:
+                self._meta.transact(
+                    [_meta_check(name, group), *writes[start : start + MAX_TRANSACTION_WRITES - 1]]
+                )
+            except ConditionFailedError as exc:
+                raise NonEmptyGroupError(f"group {name} changed during the reset") from exc
+        return out
+
+    def _reset_target(
+        self, topic_id: str, partition: int, to: str, timestamp: int | None, offset: int | None
+    ) -> int:
+        start, end = self._reader.head(topic_id, partition)
+        if to == "earliest":
+            return start
+        if to == "latest":
+            return end
+        if to == "timestamp":
+            if timestamp is None:
+                raise InvalidRequestError('to "timestamp" needs a timestamp')
+            found = self._reader.offset_for_timestamp(topic_id, partition, timestamp)
+            return end if found is None else found[0]
+        if to == "offset":
+            if offset is None:
+                raise InvalidRequestError('to "offset" needs an offset')
+            return min(max(offset, start), end)
+        raise InvalidRequestError("to must be earliest, latest, timestamp or offset")
+
+    # -- the one way state changes ---------------------------------------------------------
+
+    def _topic_sizes(self) -> dict[str, int]:
+        return {t.name: t.partitions for t in self._topics.list()}
+
+    def _expired(self, group: Group) -> Group:
+        """The group without members whose session ran out (a membership change; at most
+        90 at a time, to stay within one transaction)."""
+        gone = expired_members(group, self._clock_ms())[:_EXPIRE_AT_ONCE]
+        if not gone:
+            return group
+        logger.info("group %s: sessions expired for %s", group.name, gone)
+        members = {k: v for k, v in group.members.items() if k not in gone}
+        protocol = select_protocol(members.values()) if members else None
+        return rebalanced(group, members, protocol)
+
+    def _mutate(
+        self,
+        name: str,
+        change: Callable[[Group], tuple[Group, list[Write], _T]],
+        *,
+        expire: bool = True,
+    ) -> _T:
+        for _ in range(_ATTEMPTS):
+            loaded = self.load(name)
+            group = self._expired(loaded) if expire else loaded
+            new, extra, answer = change(group)
+            writes = _diff(name, loaded, new) + extra
+            if not writes:
+                return answer
+            try:
+                self._meta.transact(writes)
+            except ConditionFailedError:
+                continue
+            if new.generation != loaded.generation and new.members:
+                delay = self._initial_delay_ms if loaded.state == State.EMPTY else 0
+                self._rebalancer.start(name, new.generation, delay)
+            return answer
+        raise RetriableError(f"group {name} kept changing; try again")
+
+
+# -- items ---------------------------------------------------------------------------------
+
+
+def _int(value: object) -> int:
+    return int(str(value))
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list | tuple) else ()
+
+
+def _offset_sk(topic: str, partition: int) -> str:
+    return f"{topic}#{partition:010d}"
+
+
+def _meta_condition(group: Group) -> Condition:
+    return ItemAbsent() if not group.exists else Compare("version", "=", group.version)
+
+
+def _meta_check(name: str, group: Group) -> Write:
+    return Check(group_pk(name), META_SK, _meta_condition(group))
+
+
+def _member(item: Mapping[str, object]) -> Member:
+    return Member(
+        member_id=str(item["member_id"]),
+        topics=_strings(item.get("topics")),
+        topic_pattern=None if item.get("topic_pattern") is None else str(item["topic_pattern"]),
+        assignors=_strings(item.get("assignors")),
+        session_timeout_ms=_int(item["session_timeout_ms"]),
+        rebalance_timeout_ms=_int(item["rebalance_timeout_ms"]),
+        heartbeat_ms=_int(item["heartbeat_ms"]),
+        group_instance_id=(
+            None if item.get("group_instance_id") is None else str(item["group_instance_id"])
+        ),
+    )
+
+
+def _member_item(name: str, member: Member) -> Item:
+    item: dict[str, object] = {
+        "pk": group_pk(name),
+        "sk": MEMBER_PREFIX + member.member_id,
+        "member_id": member.member_id,
+        "topics": list(member.topics),
+        "assignors": list(member.assignors),
+        "session_timeout_ms": member.session_timeout_ms,
+        "rebalance_timeout_ms": member.rebalance_timeout_ms,
+        "heartbeat_ms": member.heartbeat_ms,
+    }
+    if member.topic_pattern is not None:
+        item["topic_pattern"] = member.topic_pattern
+    if member.group_instance_id is not None:
+        item["group_instance_id"] = member.group_instance_id
+    return item
+
+
+def _assignment(item: Mapping[str, object]) -> Assignment:
+    members = item.get("members") or {}
+    sizes = item.get("partitions") or {}
+    assert isinstance(members, Mapping)
+    assert isinstance(sizes, Mapping)
+    return Assignment(
+        generation=_int(item["generation"]),
+        protocol=None if item.get("protocol") is None else str(item["protocol"]),
+        members={
+            str(m): tuple(TopicPartition(str(t), _int(p)) for t, p in tps)
+            for m, tps in members.items()
+        },
+        partitions={str(t): _int(n) for t, n in sizes.items()},
+    )
+
+
+def _assignment_item(name: str, assignment: Assignment | None) -> Item:
+    assert assignment is not None
+    item: dict[str, object] = {
+        "pk": group_pk(name),
+        "sk": ASSIGNMENT_SK,
+        "generation": assignment.generation,
+        "members": {m: [[t, p] for t, p in tps] for m, tps in assignment.members.items()},
+        "partitions": dict(assignment.partitions),
+    }
+    if assignment.protocol is not None:
+        item["protocol"] = assignment.protocol
+    return item
+
+
+def _fence(name: str, previous: Member) -> Write:
+    return Put(
+        {
+            "pk": group_pk(name),
+            "sk": FENCED_PREFIX + previous.member_id,
+            "group_instance_id": previous.group_instance_id,
+        }
+    )
+
+
+def _diff(name: str, old: Group, new: Group) -> list[Write]:
+    """The writes that turn ``old`` into ``new``; the meta item compare-and-set first."""
+    writes: list[Write] = []
+    for member_id, member in old.members.items():
+        if member_id not in new.members:
+            writes.append(
+                Delete(
+                    group_pk(name),
+                    MEMBER_PREFIX + member_id,
+                    Compare("heartbeat_ms", "=", member.heartbeat_ms),
+                )
+            )
+    for member_id, member in new.members.items():
+        before = old.members.get(member_id)
+        if before == member:
+            continue
+        condition = (
+            ItemAbsent()
+            if before is None
+            else all_of(ItemExists(), Compare("heartbeat_ms", "=", before.heartbeat_ms))
+        )
+        writes.append(Put(_member_item(name, member), condition))
+    meta_changed = (new.state, new.generation, new.protocol) != (
+        old.state,
+        old.generation,
+        old.protocol,
+    )
+    if meta_changed or (writes and not new.exists):
+        item: dict[str, object] = {
+            "pk": group_pk(name),
+            "sk": META_SK,
+            "state": new.state.value,
+            "generation": new.generation,
+            "version": old.version + 1,
+        }
+        if new.protocol is not None:
+            item["protocol"] = new.protocol
+        writes.insert(0, Put(item, _meta_condition(old)))
+        if not old.exists:
+            writes.append(Put({"pk": GROUPS_PK, "sk": name}))
+    elif writes:
+        writes.insert(0, _meta_check(name, old))
+    return writes

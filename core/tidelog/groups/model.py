@@ -1,0 +1,289 @@
+"""Consumer groups, the pure part: Kafka's states, members, protocol selection, expiry, and the
+per-partition rules of offset commits. Everything here takes values and returns values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from tidelog.assignors import ASSIGNORS, COOPERATIVE, Subscription, TopicPartition
+from tidelog.errors import ConflictError, InvalidRequestError, NotFoundError
+
+MAX_METADATA_BYTES = 4096  # Kafka's offset.metadata.max.bytes
+MAX_GROUP_ID_LENGTH = 255
+
+
+class State(StrEnum):
+    """Kafka's group states (GroupCoordinator's GroupState)."""
+
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+# -- errors, with Kafka's names ------------------------------------------------------------
+
+
+class UnknownMemberError(NotFoundError):
+    default_kafka_error = "UNKNOWN_MEMBER_ID"
+
+
+class IllegalGenerationError(ConflictError):
+    default_kafka_error = "ILLEGAL_GENERATION"
+
+
+class RebalanceInProgressError(ConflictError):
+    default_kafka_error = "REBALANCE_IN_PROGRESS"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        generation: int,
+        state: str,
+        keep: Sequence[TopicPartition] = (),
+    ) -> None:
+        super().__init__(message)
+        self.generation = generation
+        self.state = state
+        self.keep = list(keep)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            **super().to_dict(),
+            "generation_id": self.generation,
+            "state": self.state,
+            "assignment": group_partitions(self.keep),
+        }
+
+
+class FencedInstanceError(ConflictError):
+    default_kafka_error = "FENCED_INSTANCE_ID"
+
+
+class InconsistentProtocolError(InvalidRequestError):
+    default_kafka_error = "INCONSISTENT_GROUP_PROTOCOL"
+
+
+class NonEmptyGroupError(ConflictError):
+    default_kafka_error = "NON_EMPTY_GROUP"
+
+
+class GroupNotFoundError(NotFoundError):
+    default_kafka_error = "GROUP_ID_NOT_FOUND"
+
+
+# -- members and the group -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Member:
+    member_id: str
+    topics: tuple[str, ...]
+    topic_pattern: str | None
+    assignors: tuple[str, ...]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    heartbeat_ms: int
+    group_instance_id: str | None = None
+
+    def expired(self, now_ms: int) -> bool:
+        return self.heartbeat_ms + self.session_timeout_ms < now_ms
+
+    def subscribes(self, topic: str) -> bool:
+        if topic in self.topics:
+            return True
+        return (
+            self.topic_pattern is not None and re.fullmatch(self.topic_pattern, topic) is not None
+        )
+
+    def same_subscription(self, other: Member) -> bool:
+        return (self.topics, self.topic_pattern, self.assignors) == (
+            other.topics,
+            other.topic_pattern,
+            other.assignors,
+        )
+
+
+@dataclass(frozen=True)
+class Assignment:
+    generation: int
+    protocol: str | None
+    members: Mapping[str, tuple[TopicPartition, ...]]
+    partitions: Mapping[str, int]  # the topic sizes it was computed for
+
+    def of(self, member_id: str) -> tuple[TopicPartition, ...]:
+        return tuple(self.members.get(member_id, ()))
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    state: State
+    generation: int
+    protocol: str | None
+    version: int
+    members: Mapping[str, Member] = field(default_factory=dict)
+    assignment: Assignment | None = None
+    fenced: Mapping[str, str] = field(default_factory=dict)  # old member id -> instance id
+
+    @property
+    def exists(self) -> bool:
+        return self.version > 0
+
+    def current_assignment(self) -> Assignment | None:
+        """The assignment of this generation, once written."""
+        if self.assignment is not None and self.assignment.generation == self.generation:
+            return self.assignment
+        return None
+
+    def static_member(self, instance_id: str) -> Member | None:
+        return next((m for m in self.members.values() if m.group_instance_id == instance_id), None)
+
+
+def empty_group(name: str) -> Group:
+    return Group(name, State.EMPTY, 0, None, 0)
+
+
+# -- requests --------------------------------------------------------------------------------
+
+
+def validate_group_id(group: str) -> str:
+    if not group or len(group) > MAX_GROUP_ID_LENGTH or not group.isprintable():
+        raise InvalidRequestError(
+            f"a group id is 1-{MAX_GROUP_ID_LENGTH} printable characters",
+            kafka_error="INVALID_GROUP_ID",
+        )
+    return group
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Kafka's broker bounds on a member's session (group.min/max.session.timeout.ms)."""
+
+    min_session_timeout_ms: int = 6_000
+    max_session_timeout_ms: int = 1_800_000
+
+
+def new_member(
+    member_id: str,
+    *,
+    topics: Sequence[str],
+    topic_pattern: str | None,
+    assignors: Sequence[str],
+    session_timeout_ms: int,
+    rebalance_timeout_ms: int,
+    group_instance_id: str | None,
+    now_ms: int,
+    limits: Limits,
+) -> Member:
+    if bool(topics) == (topic_pattern is not None):
+        raise InvalidRequestError("give either topics or topic_pattern")
+    if topic_pattern is not None:
+        try:
+            re.compile(topic_pattern)
+        except re.error as exc:
+            raise InvalidRequestError(f"topic_pattern is not a regular expression: {exc}") from exc
+    if not assignors:
+        raise InconsistentProtocolError("name at least one assignor")
+    unknown = [a for a in assignors if a not in ASSIGNORS]
+    if unknown:
+        raise InconsistentProtocolError(
+            f"unknown assignors {unknown}; tidelog has {', '.join(ASSIGNORS)}"
+        )
+    if not limits.min_session_timeout_ms <= session_timeout_ms <= limits.max_session_timeout_ms:
+        raise InvalidRequestError(
+            f"session_timeout_ms must be within [{limits.min_session_timeout_ms}, "
+            f"{limits.max_session_timeout_ms}]",
+            kafka_error="INVALID_SESSION_TIMEOUT",
+        )
+    if rebalance_timeout_ms < session_timeout_ms:
+        raise InvalidRequestError("rebalance_timeout_ms must be at least session_timeout_ms")
+    if group_instance_id is not None and not group_instance_id:
+        raise InvalidRequestError("group_instance_id, when given, must not be empty")
+    return Member(
+        member_id=member_id,
+        topics=tuple(dict.fromkeys(topics)),
+        topic_pattern=topic_pattern,
+        assignors=tuple(dict.fromkeys(assignors)),
+        session_timeout_ms=session_timeout_ms,
+        rebalance_timeout_ms=rebalance_timeout_ms,
+        heartbeat_ms=now_ms,
+        group_instance_id=group_instance_id,
+    )
+
+
+def select_protocol(members: Iterable[Member]) -> str:
+    """Kafka's ``GroupMetadata.selectProtocol``: of the assignors every member supports, the
+    one most members prefer (each votes for its first supported candidate); ties go to the
+    name first in order. INCONSISTENT_GROUP_PROTOCOL when no assignor is common to all."""
+    members = list(members)
+    candidates = set(members[0].assignors)
+    for member in members[1:]:
+        candidates &= set(member.assignors)
+    if not candidates:
+        raise InconsistentProtocolError("the members support no assignor in common")
+    votes = {c: 0 for c in candidates}
+    for member in members:
+        votes[next(a for a in member.assignors if a in candidates)] += 1
+    return min(candidates, key=lambda c: (-votes[c], c))
+
+
+def expired_members(group: Group, now_ms: int) -> list[str]:
+    return sorted(m.member_id for m in group.members.values() if m.expired(now_ms))
+
+
+def subscriptions(
+    group: Group, partitions: Mapping[str, int]
+) -> tuple[dict[str, Subscription], dict[str, int]]:
+    """Each member's subscription for the assignor (owned partitions from the last assignment,
+    for the sticky assignors), and the sizes of the topics any member subscribes to."""
+    previous = group.assignment
+    subscribed: dict[str, Subscription] = {}
+    sizes: dict[str, int] = {}
+    for member_id, member in sorted(group.members.items()):
+        topics = sorted(t for t in partitions if member.subscribes(t))
+        for topic in topics:
+            sizes[topic] = partitions[topic]
+        owned = previous.of(member_id) if previous is not None else ()
+        subscribed[member_id] = Subscription(
+            topics,
+            owned_partitions=owned,
+            generation=previous.generation if previous is not None and owned else -1,
+            group_instance_id=member.group_instance_id,
+        )
+    return subscribed, sizes
+
+
+def withheld(assigned: Mapping[str, Sequence[TopicPartition]], sizes: Mapping[str, int]) -> bool:
+    """Did a cooperative assignor hold partitions back (their owner must give them up first)?"""
+    given = {tp for partitions in assigned.values() for tp in partitions}
+    return any(TopicPartition(t, p) not in given for t, n in sizes.items() for p in range(n))
+
+
+def is_cooperative(protocol: str | None) -> bool:
+    return protocol in COOPERATIVE
+
+
+def group_partitions(partitions: Iterable[TopicPartition]) -> list[dict[str, object]]:
+    """``[{"topic", "partitions": [...]}]``, topics and partitions sorted."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    return [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
+
+
+def rebalanced(group: Group, members: Mapping[str, Member], protocol: str | None) -> Group:
+    """The group after a membership change: the next generation, rebalancing (or Empty)."""
+    return replace(
+        group,
+        state=State.PREPARING_REBALANCE if members else State.EMPTY,
+        generation=group.generation + 1,
+        protocol=protocol if members else None,
+        members=dict(members),
+    )

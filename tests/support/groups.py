@@ -1,0 +1,53 @@
+"""A group coordinator over the in-memory stores, its rebalances run when the test says."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from tests.support.log import Clock
+
+from tidelog.groups.coordinator import Coordinator
+from tidelog.groups.model import Limits
+from tidelog.log.fetch import LogReader
+from tidelog.log.topics import Topics
+from tidelog.storage.memory import MemoryMetadataStore, MemoryObjectStore
+
+
+@dataclass
+class QueuedRebalancer:
+    """Records the rebalances the coordinator starts; ``run`` plays the state machine."""
+
+    started: list[tuple[str, int, int]] = field(default_factory=list)
+    coordinator: Coordinator | None = None
+
+    def start(self, group: str, generation: int, delay_ms: int) -> None:
+        self.started.append((group, generation, delay_ms))
+
+    def run(self) -> list[dict[str, object]]:
+        assert self.coordinator is not None
+        answers = []
+        while self.started:
+            group, generation, _ = self.started.pop(0)
+            answers.append(self.coordinator.assign(group, generation))
+        return answers
+
+
+def coordinator(member_ids=None, limits: Limits | None = None):
+    clock = Clock()
+    meta = MemoryMetadataStore()
+    topics = Topics(meta, clock)
+    reader = LogReader(meta, MemoryObjectStore(clock))
+    rebalancer = QueuedRebalancer()
+    ids = iter(member_ids) if member_ids is not None else (f"m{i}" for i in itertools.count())
+    coord = Coordinator(
+        meta,
+        topics,
+        reader,
+        rebalancer,
+        clock_ms=clock,
+        limits=limits or Limits(min_session_timeout_ms=100, max_session_timeout_ms=60_000),
+        new_id=lambda: next(ids),
+    )
+    rebalancer.coordinator = coord
+    return coord, rebalancer, topics, clock, meta

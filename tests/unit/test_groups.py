@@ -1,0 +1,266 @@
+"""The group coordinator: Kafka's states, generations, fencing, static and cooperative
+membership, over the in-memory stores with the rebalances played in order."""
+
+from __future__ import annotations
+
+import pytest
+from tests.support.groups import coordinator
+
+from tidelog.assignors import TopicPartition
+from tidelog.errors import InvalidRequestError
+from tidelog.groups.coordinator import JoinRequest, OffsetCommit
+from tidelog.groups.model import (
+    FencedInstanceError,
+    IllegalGenerationError,
+    InconsistentProtocolError,
+    NonEmptyGroupError,
+    RebalanceInProgressError,
+    State,
+    UnknownMemberError,
+)
+from tidelog.log import keys
+from tidelog.storage import Put
+
+
+def tp(topic, partition):
+    return TopicPartition(topic, partition)
+
+
+def join(coord, group="g", **request):
+    defaults = {"topics": ("t0", "t1"), "session_timeout_ms": 1000, "rebalance_timeout_ms": 1000}
+    return coord.join(group, JoinRequest(**{**defaults, **request}))
+
+
+@pytest.mark.parametrize(
+    ("assignor", "c0", "c1"),
+    [
+        # seed 000, RangeAssignor's and RoundRobinAssignor's javadoc examples
+        ("range", ["t0p0", "t0p1", "t1p0", "t1p1"], ["t0p2", "t1p2"]),
+        ("roundrobin", ["t0p0", "t0p2", "t1p1"], ["t0p1", "t1p0", "t1p2"]),
+    ],
+)
+def test_the_seeds_examples(assignor, c0, c1):
+    coord, rebalancer, topics, _, _ = coordinator(member_ids=["C0", "C1"])
+    topics.create("t0", 3, {})
+    topics.create("t1", 3, {})
+    first = join(coord, assignors=[assignor])
+    second = join(coord, assignors=[assignor])
+    assert (first.member_id, second.member_id) == ("C0", "C1")
+    assert second.generation == 2
+    assert rebalancer.run()[-1]["stale"] is False
+    got = {}
+    for member in ("C0", "C1"):
+        beat = coord.heartbeat("g", member, 2)
+        assert (beat.state, beat.generation) == (State.STABLE, 2)
+        got[member] = [f"{t}p{p}" for t, p in beat.assignment]
+    assert got == {"C0": c0, "C1": c1}
+
+
+def test_a_join_rebalances_and_heartbeats_say_so_until_stable():
+    coord, rebalancer, topics, _, _ = coordinator()
+    topics.create("t0", 2, {})
+    joined = join(coord)
+    assert (joined.generation, joined.state) == (1, State.PREPARING_REBALANCE)
+    assert rebalancer.started == [("g", 1, 3000)]  # the initial rebalance delay
+    with pytest.raises(RebalanceInProgressError) as caught:
+        coord.heartbeat("g", joined.member_id, 1)
+    assert caught.value.kafka_error.code == 27
+    rebalancer.run()
+    beat = coord.heartbeat("g", joined.member_id, 0)  # an older generation catches up
+    assert (beat.generation, beat.assignment) == (1, (tp("t0", 0), tp("t0", 1)))
+    late = join(coord)
+    assert rebalancer.started == [("g", 2, 0)]
+    assert late.generation == 2
+    assert coord.describe("g").state == State.PREPARING_REBALANCE
+
+
+def test_stale_rebalances_write_nothing():
+    coord, rebalancer, topics, _, _ = coordinator()
+    topics.create("t0", 2, {})
+    join(coord)
+    join(coord)
+    answers = rebalancer.run()
+    assert [a["stale"] for a in answers] == [True, False]
+    assert coord.describe("g").generation == 2
+
+
+def test_unknown_fenced_and_future_members_are_refused():
+    coord, rebalancer, topics, _, _ = coordinator()
+    topics.create("t0", 1, {})
+    member = join(coord).member_id
+    rebalancer.run()
+    with pytest.raises(UnknownMemberError) as caught:
+        coord.heartbeat("g", "nobody", 1)
+    assert caught.value.kafka_error.code == 25
+    with pytest.raises(IllegalGenerationError) as caught:
+        coord.heartbeat("g", member, 7)
+    assert caught.value.kafka_error.code == 22
+    coord.leave("g", member)
+    with pytest.raises(UnknownMemberError):
+        coord.heartbeat("g", member, 1)
+    assert coord.describe("g").state == State.EMPTY
+
+
+def test_a_static_member_returns_to_its_partitions_without_a_rebalance():
+    coord, rebalancer, topics, _, _ = coordinator()
+    topics.create("t0", 4, {})
+    a = join(coord, group_instance_id="host-a").member_id
+    join(coord, group_instance_id="host-b")
+    rebalancer.run()
+    before = coord.heartbeat("g", a, 2).assignment
+    again = join(coord, group_instance_id="host-a")
+    assert again.member_id != a
+    assert (again.generation, again.state) == (2, State.STABLE)
+    assert rebalancer.started == []
+    assert coord.heartbeat("g", again.member_id, 2).assignment == before
+    with pytest.raises(FencedInstanceError) as caught:
+        coord.heartbeat("g", a, 2)
+    assert caught.value.kafka_error.code == 82
+    # A changed subscription is a real change: it rebalances.
+    changed = join(coord, group_instance_id="host-a", topics=("t0",))
+    assert changed.generation == 3
+
+
+def test_expired_sessions_are_found_by_the_next_operation():
+    coord, rebalancer, topics, clock, _ = coordinator()
+    topics.create("t0", 2, {})
+    alive = join(coord, session_timeout_ms=1000).member_id
+    dead = join(coord, session_timeout_ms=1000).member_id
+    rebalancer.run()
+    assert len(coord.heartbeat("g", alive, 2).assignment) == 1
+    clock.now += 600
+    coord.heartbeat("g", alive, 2)
+    clock.now += 600  # the dead member's session is over, the live one's is not
+    with pytest.raises(RebalanceInProgressError):
+        coord.heartbeat("g", alive, 2)
+    rebalancer.run()
+    assert coord.heartbeat("g", alive, 3).assignment == (tp("t0", 0), tp("t0", 1))
+    with pytest.raises(UnknownMemberError):
+        coord.heartbeat("g", dead, 2)
+
+
+def test_new_and_growing_topics_rebalance_the_group():
+    coord, rebalancer, topics, _, _ = coordinator()
+    topics.create("t0", 1, {})
+    member = join(coord, topics=(), topic_pattern=r"t\d").member_id
+    rebalancer.run()
+    assert coord.heartbeat("g", member, 1).assignment == (tp("t0", 0),)
+    topics.create("t1", 1, {})
+    with pytest.raises(RebalanceInProgressError):
+        coord.heartbeat("g", member, 1)
+    rebalancer.run()
+    assert coord.heartbeat("g", member, 2).assignment == (tp("t0", 0), tp("t1", 0))
+    topics.add_partitions("t1", 2)
+    with pytest.raises(RebalanceInProgressError):
+        coord.heartbeat("g", member, 2)
+    rebalancer.run()
+    assert len(coord.heartbeat("g", member, 3).assignment) == 3
+
+
+def test_cooperative_rebalancing_hands_partitions_over_in_two_generations():
+    coord, rebalancer, topics, _, _ = coordinator()
+    topics.create("t0", 4, {})
+    first = join(coord, topics=("t0",), assignors=["cooperative-sticky"]).member_id
+    rebalancer.run()
+    assert len(coord.heartbeat("g", first, 1).assignment) == 4
+    second = join(coord, topics=("t0",), assignors=["cooperative-sticky"]).member_id
+    with pytest.raises(RebalanceInProgressError) as caught:
+        coord.heartbeat("g", first, 1)
+    assert len(caught.value.keep) == 4  # cooperative: keep consuming what you own
+    rebalancer.run()  # generation 2 revokes, generation 3 hands over
+    group = coord.describe("g")
+    assert (group.generation, group.state) == (3, State.STABLE)
+    owners = {m: coord.heartbeat("g", m, 3).assignment for m in (first, second)}
+    assert len(owners[first]) == len(owners[second]) == 2
+    assert not set(owners[first]) & set(owners[second])
+
+
+def test_protocols_and_timeouts_are_checked():
+    coord, _, topics, _, _ = coordinator()
+    topics.create("t0", 1, {})
+    join(coord, assignors=["range", "roundrobin"])
+    with pytest.raises(InconsistentProtocolError):
+        join(coord, assignors=["sticky"])
+    with pytest.raises(InconsistentProtocolError):
+        join(coord, assignors=["fastest"])
+    assert join(coord, assignors=["roundrobin"]).generation == 2
+    assert coord.describe("g").protocol == "roundrobin"
+    with pytest.raises(InvalidRequestError) as caught:
+        join(coord, session_timeout_ms=10)
+    assert caught.value.kafka_error.name == "INVALID_SESSION_TIMEOUT"
+    with pytest.raises(InvalidRequestError):
+        join(coord, topics=(), topic_pattern=None)
+    with pytest.raises(InvalidRequestError):
+        join(coord, topics=(), topic_pattern="(")
+    with pytest.raises(InvalidRequestError) as caught:
+        join(coord, group="")
+    assert caught.value.kafka_error.name == "INVALID_GROUP_ID"
+
+
+def _produce(meta, topics, name, partition, count):
+    """Move a partition's high watermark by writing its head (no records needed here)."""
+    topic = topics.get(name)
+    meta.write(
+        Put(
+            {
+                "pk": keys.log_pk(topic.topic_id, partition),
+                "sk": keys.HEAD_SK,
+                "next_offset": count,
+                "log_start_offset": 0,
+            }
+        )
+    )
+
+
+def test_commits_are_fenced_by_generation_and_never_go_back():
+    coord, rebalancer, topics, _, meta = coordinator()
+    topics.create("t0", 2, {})
+    _produce(meta, topics, "t0", 0, 100)
+    member = join(coord).member_id
+    with pytest.raises(RebalanceInProgressError):
+        coord.commit("g", member, 1, [OffsetCommit("t0", 0, 5)])
+    rebalancer.run()
+    (ok,) = coord.commit("g", member, 1, [OffsetCommit("t0", 0, 10, "m")])
+    assert (ok.offset, ok.error) == (10, None)
+    back, beyond, missing = coord.commit(
+        "g",
+        member,
+        1,
+        [OffsetCommit("t0", 0, 9), OffsetCommit("t0", 1, 1), OffsetCommit("t9", 0, 1)],
+    )
+    assert back.error.kafka_error.name == "OFFSET_OUT_OF_RANGE"
+    assert beyond.error.kafka_error.name == "OFFSET_OUT_OF_RANGE"  # past the high watermark
+    assert missing.error.kafka_error.name == "UNKNOWN_TOPIC_OR_PARTITION"
+    other = join(coord).member_id  # generation 2 is being prepared
+    (during,) = coord.commit("g", member, 1, [OffsetCommit("t0", 0, 20)])
+    assert during.offset == 20  # the last completed generation may still commit
+    with pytest.raises(RebalanceInProgressError):
+        coord.commit("g", other, 2, [OffsetCommit("t0", 0, 30)])
+    rebalancer.run()
+    with pytest.raises(IllegalGenerationError):
+        coord.commit("g", member, 1, [OffsetCommit("t0", 0, 30)])
+    assert coord.committed("g")[("t0", 0)].offset == 20
+    (large,) = coord.commit("g", member, 2, [OffsetCommit("t0", 0, 30, "x" * 5000)])
+    assert large.error.kafka_error.name == "OFFSET_METADATA_TOO_LARGE"
+
+
+def test_resets_only_while_the_group_is_empty():
+    coord, rebalancer, topics, _, meta = coordinator()
+    topics.create("t0", 2, {})
+    _produce(meta, topics, "t0", 0, 50)
+    member = join(coord).member_id
+    rebalancer.run()
+    coord.commit("g", member, 1, [OffsetCommit("t0", 0, 40)])
+    with pytest.raises(NonEmptyGroupError) as caught:
+        coord.reset("g", "earliest")
+    assert caught.value.kafka_error.code == 68
+    coord.leave("g", member)
+    moved = coord.reset("g", "earliest")
+    assert [(c.topic, c.partition, c.offset) for c in moved] == [("t0", 0, 0), ("t0", 1, 0)]
+    coord.reset("g", "offset", topics=["t0"], offset=30)
+    assert coord.committed("g")[("t0", 0)].offset == 30
+    assert coord.committed("g")[("t0", 1)].offset == 0  # clamped to the partition's end
+    (simple,) = coord.commit("g", "", -1, [OffsetCommit("t0", 0, 45)])
+    assert simple.offset == 45  # an empty group takes commits from simple consumers
+    with pytest.raises(UnknownMemberError):
+        coord.commit("g", "someone", 3, [OffsetCommit("t0", 0, 46)])
