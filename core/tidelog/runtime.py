@@ -12,6 +12,7 @@ import os
 import random
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from tidelog import aws
 from tidelog.log.cache import ObjectCache
@@ -22,8 +23,11 @@ from tidelog.log.staging import StagingArea
 from tidelog.log.topics import TopicCache, Topics
 from tidelog.log.writer import Writer, recover_staging
 from tidelog.partitioner import DefaultPartitioner
-from tidelog.settings import Settings
+from tidelog.settings import ConfigurationError, Settings
 from tidelog.storage import MetadataStore, ObjectStore
+
+if TYPE_CHECKING:
+    from tidelog.groups.coordinator import Coordinator
 
 
 @functools.cache
@@ -123,6 +127,26 @@ def housekeeper() -> Housekeeper:
     )
 
 
+@functools.cache
+def coordinator() -> Coordinator:
+    from tidelog.groups.coordinator import Coordinator  # noqa: PLC0415 - only groups need it
+    from tidelog.groups.model import Limits  # noqa: PLC0415
+    from tidelog.groups.rebalancer import StepFunctionsRebalancer  # noqa: PLC0415
+
+    config = settings()
+    if not config.assignment_state_machine:
+        raise ConfigurationError("missing environment variable TIDELOG_ASSIGNMENT_STATE_MACHINE")
+    return Coordinator(
+        metadata_store(),
+        topics(),
+        log_reader(),
+        StepFunctionsRebalancer(aws.client("stepfunctions"), config.assignment_state_machine),
+        clock_ms=clock_ms,
+        limits=Limits(config.min_session_timeout_ms, config.max_session_timeout_ms),
+        initial_rebalance_delay_ms=config.initial_rebalance_delay_ms,
+    )
+
+
 def reset() -> None:
     """Forget cached settings, stores and the write path (the environment changed)."""
     for cached in (
@@ -135,6 +159,7 @@ def reset() -> None:
         _appender,
         log_reader,
         housekeeper,
+        coordinator,
     ):
         cached.cache_clear()
     aws.reset()

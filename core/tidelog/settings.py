@@ -43,6 +43,15 @@ class Settings:
     (``TIDELOG_GC_GRACE_MS``)."""
     roll_settle_ms: int = DEFAULT_ROLL_SETTLE_MS
     """How old a committed run must be before the roller takes it (``TIDELOG_ROLL_SETTLE_MS``)."""
+    assignment_state_machine: str = ""
+    """ARN of the consumer groups' assignment state machine
+    (``TIDELOG_ASSIGNMENT_STATE_MACHINE``)."""
+    initial_rebalance_delay_ms: int = 3000
+    """Kafka's group.initial.rebalance.delay.ms (``TIDELOG_INITIAL_REBALANCE_DELAY_MS``)."""
+    min_session_timeout_ms: int = 6000
+    """Kafka's group.min.session.timeout.ms (``TIDELOG_GROUP_MIN_SESSION_TIMEOUT_MS``)."""
+    max_session_timeout_ms: int = 1_800_000
+    """Kafka's group.max.session.timeout.ms (``TIDELOG_GROUP_MAX_SESSION_TIMEOUT_MS``)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Settings:
@@ -59,6 +68,12 @@ class Settings:
             cache_bytes=_number(environ, "TIDELOG_CACHE_BYTES", DEFAULT_CACHE_BYTES),
             gc_grace_ms=_number(environ, "TIDELOG_GC_GRACE_MS", DEFAULT_GC_GRACE_MS),
             roll_settle_ms=_number(environ, "TIDELOG_ROLL_SETTLE_MS", DEFAULT_ROLL_SETTLE_MS),
+            assignment_state_machine=environ.get("TIDELOG_ASSIGNMENT_STATE_MACHINE", ""),
+            initial_rebalance_delay_ms=_number(environ, "TIDELOG_INITIAL_REBALANCE_DELAY_MS", 3000),
+            min_session_timeout_ms=_number(environ, "TIDELOG_GROUP_MIN_SESSION_TIMEOUT_MS", 6000),
+            max_session_timeout_ms=_number(
+                environ, "TIDELOG_GROUP_MAX_SESSION_TIMEOUT_MS", 1_800_000
+            ),
         )
 
 

@@ -29,7 +29,7 @@ MaxBytes = Annotated[StrictInt, Field(ge=1, le=serve.MAX_FETCH_BYTES)]
 MaxWait = Annotated[StrictInt, Field(ge=0, le=serve.MAX_WAIT_MS)]
 
 
-class Header(BaseModel):
+class RecordHeader(BaseModel):
     key: str
     value: str | None
 
@@ -40,7 +40,7 @@ class FetchedRecord(BaseModel):
     timestamp_type: Literal["CreateTime", "LogAppendTime"]
     key: str | None
     value: str | None
-    headers: list[Header]
+    headers: list[RecordHeader]
 
 
 class PartitionRecords(BaseModel):

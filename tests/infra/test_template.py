@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from cfnlint.api import lint_file
 
 from tidelog.local.paths import template_path
@@ -151,3 +153,25 @@ def test_errors_and_throttles_raise_alarms(resources):
     assert ("Throttles", "{'Ref': 'ProduceFunction'}") in watched
     assert ("Errors", "{'Ref': 'AdminFunction'}") in watched
     assert any(m == "5XXError" for m, _ in watched)
+
+
+def test_the_assignment_state_machine_may_invoke_only_the_assignor(resources):
+    (machine,) = resources("AWS::StepFunctions::StateMachine").values()
+    role = machine["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    statements = _statements(resources, role)
+    invoked = [s for s in statements if "lambda:InvokeFunction" in str(s["Action"])]
+    assert invoked
+    for statement in invoked:
+        assert "AssignorFunction" in json.dumps(statement["Resource"]), statement
+    groups = _statements(resources, "GroupsFunctionRole")
+    (start,) = [s for s in groups if s["Action"] == "states:StartExecution"]
+    assert start["Resource"] == {"Ref": "AssignmentStateMachine"}
+
+
+def test_the_state_machine_definition_is_the_asl_file(template):
+    (machine,) = template.state_machines()
+    definition = json.loads(machine.definition)
+    assert definition["States"]["Assign"]["Parameters"]["FunctionName"] == template.arn(
+        "AssignorFunction"
+    )
+    assert definition["States"]["RebalanceDelay"]["SecondsPath"] == "$.delay_seconds"

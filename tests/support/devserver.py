@@ -46,6 +46,12 @@ class DevProcess:
         return self.process.returncode, output
 
 
+FAST_GROUPS = {
+    "TIDELOG_INITIAL_REBALANCE_DELAY_MS": "0",
+    "TIDELOG_GROUP_MIN_SESSION_TIMEOUT_MS": "200",
+}
+
+
 def start(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> DevProcess:
     api_port, aws_port = free_port(), free_port()
     command = [sys.executable, "-m", "tidelog.cli", "dev", *args]

@@ -264,3 +264,26 @@ def test_resets_only_while_the_group_is_empty():
     assert simple.offset == 45  # an empty group takes commits from simple consumers
     with pytest.raises(UnknownMemberError):
         coord.commit("g", "someone", 3, [OffsetCommit("t0", 0, 46)])
+
+
+def test_a_rebalance_that_never_started_is_started_over():
+    coord, rebalancer, topics, clock, _ = coordinator()
+    topics.create("t0", 1, {})
+
+    def broken(group, generation, delay_ms):
+        raise ConnectionError("states endpoint down")
+
+    rebalancer.start = broken
+    member = join(coord, session_timeout_ms=60_000, rebalance_timeout_ms=60_000).member_id
+    assert coord.describe("g").state == State.PREPARING_REBALANCE
+    del rebalancer.start
+    clock.now += 30_000
+    with pytest.raises(RebalanceInProgressError):
+        coord.heartbeat("g", member, 1)
+    assert rebalancer.started == []
+    clock.now += 31_000
+    with pytest.raises(RebalanceInProgressError) as caught:
+        coord.heartbeat("g", member, 1)
+    assert caught.value.generation == 2
+    rebalancer.run()
+    assert coord.heartbeat("g", member, 2).assignment == (tp("t0", 0),)

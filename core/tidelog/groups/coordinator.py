@@ -46,6 +46,7 @@ from tidelog.groups.model import (
     new_member,
     rebalanced,
     select_protocol,
+    stalled,
     subscriptions,
     validate_group_id,
     withheld,
@@ -77,6 +78,7 @@ MEMBER_PREFIX = "member#"
 FENCED_PREFIX = "fenced#"
 _ATTEMPTS = 30
 _EXPIRE_AT_ONCE = 90
+REBALANCE_STALL_MS = 60_000
 _T = TypeVar("_T")
 
 
@@ -180,6 +182,7 @@ class Coordinator:
                     generation=_int(item["generation"]),
                     protocol=None if item.get("protocol") is None else str(item["protocol"]),
                     version=_int(item["version"]),
+                    rebalance_ms=_int(item.get("rebalance_ms", 0)),
                 )
             elif sk.startswith(MEMBER_PREFIX):
                 member = _member(item)
@@ -246,7 +249,7 @@ class Coordinator:
                     )
                     extra.append(Put(_assignment_item(name, stable.assignment)))
                     return stable, extra, Joined(member.member_id, group.generation, State.STABLE)
-            changed = rebalanced(group, members, protocol)
+            changed = rebalanced(group, members, protocol, now)
             return changed, extra, Joined(member.member_id, changed.generation, changed.state)
 
         return self._mutate(name, change)
@@ -258,7 +261,7 @@ class Coordinator:
             self._known(group, member_id)
             members = {k: v for k, v in group.members.items() if k != member_id}
             protocol = select_protocol(members.values()) if members else None
-            return rebalanced(group, members, protocol), [], None
+            return rebalanced(group, members, protocol, self._clock_ms()), [], None
 
         self._mutate(name, change)
 
@@ -284,8 +287,14 @@ class Coordinator:
                 }
                 if wanted != dict(assignment.partitions):
                     # A subscribed topic appeared, grew or went away: the group rebalances.
-                    changed = rebalanced(group, members, group.protocol)
+                    changed = rebalanced(group, members, group.protocol, now)
                     return changed, [], changed
+            if stalled(group, now, REBALANCE_STALL_MS):
+                logger.warning(
+                    "group %s: generation %d never got its assignment", name, group.generation
+                )
+                changed = rebalanced(group, members, group.protocol, now)
+                return changed, [], changed
             alive_group = replace(group, members=members)
             return alive_group, [], alive_group
 
@@ -347,7 +356,7 @@ class Coordinator:
             self._mutate(
                 name,
                 lambda group: (
-                    (rebalanced(group, group.members, group.protocol), [], None)
+                    (rebalanced(group, group.members, group.protocol, self._clock_ms()), [], None)
                     if group.generation == generation and group.state == State.STABLE
                     else (group, [], None)
                 ),
@@ -574,7 +583,7 @@ class Coordinator:
         logger.info("group %s: sessions expired for %s", group.name, gone)
         members = {k: v for k, v in group.members.items() if k not in gone}
         protocol = select_protocol(members.values()) if members else None
-        return rebalanced(group, members, protocol)
+        return rebalanced(group, members, protocol, self._clock_ms())
 
     def _mutate(
         self,
@@ -596,7 +605,12 @@ class Coordinator:
                 continue
             if new.generation != loaded.generation and new.members:
                 delay = self._initial_delay_ms if loaded.state == State.EMPTY else 0
-                self._rebalancer.start(name, new.generation, delay)
+                try:
+                    self._rebalancer.start(name, new.generation, delay)
+                except Exception:  # the change stands; a heartbeat restarts a stalled one
+                    logger.exception(
+                        "group %s: could not start generation %d's rebalance", name, new.generation
+                    )
             return answer
         raise RetriableError(f"group {name} kept changing; try again")
 
@@ -731,6 +745,7 @@ def _diff(name: str, old: Group, new: Group) -> list[Write]:
             "state": new.state.value,
             "generation": new.generation,
             "version": old.version + 1,
+            "rebalance_ms": new.rebalance_ms,
         }
         if new.protocol is not None:
             item["protocol"] = new.protocol

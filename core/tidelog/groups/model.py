@@ -131,6 +131,7 @@ class Group:
     members: Mapping[str, Member] = field(default_factory=dict)
     assignment: Assignment | None = None
     fenced: Mapping[str, str] = field(default_factory=dict)  # old member id -> instance id
+    rebalance_ms: int = 0  # when the current generation began
 
     @property
     def exists(self) -> bool:
@@ -278,7 +279,9 @@ def group_partitions(partitions: Iterable[TopicPartition]) -> list[dict[str, obj
     return [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
 
 
-def rebalanced(group: Group, members: Mapping[str, Member], protocol: str | None) -> Group:
+def rebalanced(
+    group: Group, members: Mapping[str, Member], protocol: str | None, now_ms: int
+) -> Group:
     """The group after a membership change: the next generation, rebalancing (or Empty)."""
     return replace(
         group,
@@ -286,4 +289,11 @@ def rebalanced(group: Group, members: Mapping[str, Member], protocol: str | None
         generation=group.generation + 1,
         protocol=protocol if members else None,
         members=dict(members),
+        rebalance_ms=now_ms,
     )
+
+
+def stalled(group: Group, now_ms: int, stall_ms: int) -> bool:
+    """A rebalance whose assignment never came (its state machine could not be started, or
+    failed for good): the next heartbeat starts the generation over."""
+    return group.state == State.PREPARING_REBALANCE and now_ms - group.rebalance_ms > stall_ms

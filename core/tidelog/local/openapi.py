@@ -47,9 +47,12 @@ def schema() -> dict[str, Any]:
                 _declare_errors(operation)
             merged["paths"].setdefault(path, {}).update(operations)
         schemas = document.get("components", {}).get("schemas", {})
-        merged["components"]["schemas"].update(
-            {name: s for name, s in schemas.items() if name not in _POWERTOOLS_VALIDATION}
-        )
+        for name, definition in schemas.items():
+            if name in _POWERTOOLS_VALIDATION:
+                continue
+            known = merged["components"]["schemas"].setdefault(name, definition)
+            if known != definition:
+                raise ValueError(f"two functions define different schemas named {name}")
     merged["components"]["schemas"]["Error"] = ERROR_SCHEMA
     merged["paths"] = dict(sorted(merged["paths"].items()))
     merged["components"]["schemas"] = dict(sorted(merged["components"]["schemas"].items()))

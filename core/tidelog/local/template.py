@@ -170,6 +170,8 @@ class Template:
         parameters = self.body.get("Parameters", {})
         if name in parameters:
             return str(parameters[name]["Default"])
+        if self._resource(name)["Type"] == "AWS::Serverless::StateMachine":
+            return self.arn(name)  # CloudFormation's Ref of a state machine is its ARN
         return self.physical_name(name)
 
     def _get_att(self, logical_id: str, attribute: str) -> str:

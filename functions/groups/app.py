@@ -1,0 +1,260 @@
+"""Groups function: consumer group membership and committed offsets.
+
+POST   /v1/groups/{group}/members                      join
+POST   /v1/groups/{group}/members/{member}/heartbeat   heartbeat (and the assignment)
+DELETE /v1/groups/{group}/members/{member}             leave
+POST   /v1/groups/{group}/offsets                      commit, fenced by generation
+GET    /v1/groups/{group}/offsets                      committed offsets and lag
+POST   /v1/groups/{group}/offsets/reset                move offsets, only while the group is empty
+GET    /v1/groups                                      list
+GET    /v1/groups/{group}                              describe
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+from pydantic import BaseModel, Field, StrictInt
+
+from tidelog import api, runtime
+from tidelog.groups import lag
+from tidelog.groups.coordinator import JoinRequest, OffsetCommit
+from tidelog.groups.model import group_partitions
+
+app = api.resolver()
+logger = Logger(service="tidelog-groups")
+metrics = Metrics(namespace="tidelog", service="groups")
+
+
+class Join(api.RequestModel):
+    topics: list[str] = Field(default_factory=list)
+    topic_pattern: str | None = None
+    assignors: Annotated[list[str], Field(min_length=1)] = Field(default_factory=lambda: ["range"])
+    session_timeout_ms: StrictInt = 45_000
+    rebalance_timeout_ms: StrictInt = 300_000
+    group_instance_id: str | None = None
+
+
+class Joined(BaseModel):
+    member_id: str
+    generation_id: int
+    state: str
+
+
+class HeartbeatBody(api.RequestModel):
+    generation_id: StrictInt
+
+
+class TopicPartitions(BaseModel):
+    topic: str
+    partitions: list[int]
+
+
+class HeartbeatAnswer(BaseModel):
+    state: str
+    generation_id: int
+    assignment: list[TopicPartitions]
+
+
+class CommitOffset(api.RequestModel):
+    topic: str
+    partition: Annotated[StrictInt, Field(ge=0)]
+    offset: Annotated[StrictInt, Field(ge=0)]
+    metadata: str = ""
+
+
+class Commit(api.RequestModel):
+    member_id: str = ""
+    generation_id: StrictInt = -1
+    offsets: Annotated[list[CommitOffset], Field(min_length=1, max_length=10_000)]
+
+
+class CommitAnswer(BaseModel):
+    topic: str
+    partition: int
+    offset: int | None = None
+    error: str | None = None
+    error_code: int | None = None
+    message: str | None = None
+
+
+class Commits(BaseModel):
+    offsets: list[CommitAnswer]
+
+
+class Reset(api.RequestModel):
+    to: Literal["earliest", "latest", "timestamp", "offset"]
+    timestamp: Annotated[StrictInt, Field(ge=0)] | None = None
+    offset: Annotated[StrictInt, Field(ge=0)] | None = None
+    topics: list[str] = Field(default_factory=list)
+
+
+class CommittedOffset(BaseModel):
+    topic: str
+    partition: int
+    offset: int
+    metadata: str
+    commit_ms: int
+    high_watermark: int
+    lag: int
+    lag_ms: int
+
+
+class Offsets(BaseModel):
+    group: str
+    offsets: list[CommittedOffset]
+
+
+class MemberView(BaseModel):
+    member_id: str
+    group_instance_id: str | None
+    topics: list[str]
+    topic_pattern: str | None
+    assignors: list[str]
+    session_timeout_ms: int
+    assignment: list[TopicPartitions]
+
+
+class GroupView(BaseModel):
+    group: str
+    state: str
+    protocol: str | None
+    generation_id: int
+    members: list[MemberView]
+
+
+class GroupSummary(BaseModel):
+    group: str
+    state: str
+    members: int
+
+
+class GroupList(BaseModel):
+    groups: list[GroupSummary]
+
+
+@app.post("/v1/groups/<group>/members", summary="Join a consumer group")
+def join(group: str, body: Join) -> Joined:
+    joined = runtime.coordinator().join(
+        group,
+        JoinRequest(
+            topics=body.topics,
+            topic_pattern=body.topic_pattern,
+            assignors=body.assignors,
+            session_timeout_ms=body.session_timeout_ms,
+            rebalance_timeout_ms=body.rebalance_timeout_ms,
+            group_instance_id=body.group_instance_id,
+        ),
+    )
+    metrics.add_metric(name="Joins", unit=MetricUnit.Count, value=1)
+    return Joined(
+        member_id=joined.member_id, generation_id=joined.generation, state=joined.state.value
+    )
+
+
+@app.post(
+    "/v1/groups/<group>/members/<member>/heartbeat",
+    summary="Heartbeat: keep the session, learn the generation and the assignment",
+)
+def heartbeat(group: str, member: str, body: HeartbeatBody) -> HeartbeatAnswer:
+    beat = runtime.coordinator().heartbeat(group, member, body.generation_id)
+    return HeartbeatAnswer(
+        state=beat.state.value,
+        generation_id=beat.generation,
+        assignment=[TopicPartitions.model_validate(p) for p in group_partitions(beat.assignment)],
+    )
+
+
+@app.delete("/v1/groups/<group>/members/<member>", summary="Leave a consumer group")
+def leave(group: str, member: str) -> Joined:
+    runtime.coordinator().leave(group, member)
+    described = runtime.coordinator().describe(group)
+    return Joined(member_id=member, generation_id=described.generation, state=described.state)
+
+
+@app.post("/v1/groups/<group>/offsets", summary="Commit offsets, fenced by generation")
+def commit(group: str, body: Commit) -> Commits:
+    results = runtime.coordinator().commit(
+        group,
+        body.member_id,
+        body.generation_id,
+        [OffsetCommit(o.topic, o.partition, o.offset, o.metadata) for o in body.offsets],
+    )
+    answers = []
+    for result in results:
+        if result.error is None:
+            answers.append(
+                CommitAnswer(topic=result.topic, partition=result.partition, offset=result.offset)
+            )
+        else:
+            answers.append(
+                CommitAnswer(
+                    topic=result.topic,
+                    partition=result.partition,
+                    error=result.error.kafka_error.name,
+                    error_code=result.error.kafka_error.code,
+                    message=result.error.message,
+                )
+            )
+    return Commits(offsets=answers)
+
+
+@app.get("/v1/groups/<group>/offsets", summary="Committed offsets, with lag in records and time")
+def offsets(group: str) -> Offsets:
+    rows = lag.committed_with_lag(
+        runtime.coordinator(), runtime.topics(), runtime.log_reader(), group, runtime.clock_ms()
+    )
+    return Offsets(group=group, offsets=[CommittedOffset.model_validate(r) for r in rows])
+
+
+@app.post("/v1/groups/<group>/offsets/reset", summary="Reset offsets while the group is empty")
+def reset(group: str, body: Reset) -> Offsets:
+    runtime.coordinator().reset(
+        group, body.to, topics=body.topics, timestamp=body.timestamp, offset=body.offset
+    )
+    return offsets(group)
+
+
+@app.get("/v1/groups", summary="List consumer groups")
+def list_groups() -> GroupList:
+    return GroupList(
+        groups=[
+            GroupSummary(group=g.name, state=g.state.value, members=len(g.members))
+            for g in runtime.coordinator().groups()
+        ]
+    )
+
+
+@app.get("/v1/groups/<group>", summary="Describe a consumer group")
+def describe(group: str) -> GroupView:
+    found = runtime.coordinator().describe(group)
+    assignment = found.current_assignment()
+    return GroupView(
+        group=found.name,
+        state=found.state.value,
+        protocol=found.protocol,
+        generation_id=found.generation,
+        members=[
+            MemberView(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                topics=list(m.topics),
+                topic_pattern=m.topic_pattern,
+                assignors=list(m.assignors),
+                session_timeout_ms=m.session_timeout_ms,
+                assignment=[
+                    TopicPartitions.model_validate(p)
+                    for p in group_partitions(assignment.of(m.member_id) if assignment else ())
+                ],
+            )
+            for m in sorted(found.members.values(), key=lambda m: m.member_id)
+        ],
+    )
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return app.resolve(event, context)
