@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import core, emulator, fetch, produce
+from benchmarks import core, emulator, fetch, groups, produce
 
-MODULES = [core, produce, fetch, emulator]
+MODULES = [core, produce, fetch, groups, emulator]
 OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 
 

@@ -1,0 +1,129 @@
+"""Consumer groups on the local stack, over HTTP, with the assignment state machine executing
+on the emulator: time from a join to a Stable assignment, and from a member's death to its
+partitions being owned again."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+import urllib.error
+import urllib.request
+import uuid
+from typing import Any
+
+from benchmarks.produce import _topic
+from benchmarks.report import Section
+from tidelog.local import dev
+
+SESSION_MS = 1000
+HEARTBEAT_S = SESSION_MS / 3 / 1000  # Kafka's heartbeat.interval.ms default: a third
+
+
+def _call(api: str, method: str, path: str, body: dict[str, Any] | None) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        f"{api}{path}", data=data, method=method, headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def _join(api: str, group: str, topic: str) -> str:
+    status, body = _call(
+        api,
+        "POST",
+        f"/v1/groups/{group}/members",
+        {"topics": [topic], "session_timeout_ms": SESSION_MS, "rebalance_timeout_ms": SESSION_MS},
+    )
+    assert status == 200, body
+    return str(body["member_id"])
+
+
+def _beat(api: str, group: str, member: str) -> tuple[int, Any]:
+    return _call(
+        api, "POST", f"/v1/groups/{group}/members/{member}/heartbeat", {"generation_id": 0}
+    )
+
+
+def _until_stable(api: str, group: str, member: str, pause: float) -> Any:
+    while True:
+        status, body = _beat(api, group, member)
+        if status == 200:
+            return body
+        time.sleep(pause)
+
+
+def _join_to_stable(api: str, topic: str) -> float:
+    group = f"bench-{uuid.uuid4().hex[:8]}"
+    start = time.perf_counter()
+    member = _join(api, group, topic)
+    _until_stable(api, group, member, 0.01)
+    return (time.perf_counter() - start) * 1000
+
+
+def _death_to_reassigned(api: str, topic: str, partitions: int) -> float:
+    group = f"bench-{uuid.uuid4().hex[:8]}"
+    survivor, doomed = _join(api, group, topic), _join(api, group, topic)
+    _until_stable(api, group, survivor, 0.01)
+    _until_stable(api, group, doomed, 0.01)
+    died = time.perf_counter()  # the doomed member's last heartbeat
+    while True:
+        time.sleep(HEARTBEAT_S)
+        status, body = _beat(api, group, survivor)
+        owned = (
+            sum(len(a["partitions"]) for a in body.get("assignment", ())) if status == 200 else 0
+        )
+        if owned == partitions:
+            return (time.perf_counter() - died) * 1000
+
+
+def run(progress: Any = print) -> Section:
+    section = Section(
+        "Consumer groups",
+        "Over HTTP on `tidelog dev`, the assignment state machine executing on the emulator "
+        "(rebalance delay 0; Kafka's group.initial.rebalance.delay.ms of 3 s would add to the "
+        "first join). Ten runs each.",
+        ("measurement", "median", "worst", "what bounds it"),
+    )
+    os.environ["TIDELOG_INITIAL_REBALANCE_DELAY_MS"] = "0"
+    os.environ["TIDELOG_GROUP_MIN_SESSION_TIMEOUT_MS"] = "500"
+    server = dev.start("127.0.0.1", 0, 0)
+    try:
+        api = server.api_url
+        topic = _topic(api, partitions=6)
+        progress("  join -> Stable")
+        joins = [_join_to_stable(api, topic) for _ in range(10)]
+        section.rows.append(
+            (
+                "join -> Stable assignment",
+                f"{statistics.median(joins):.0f} ms",
+                f"{max(joins):.0f} ms",
+                "a Step Functions execution: start, Wait 0 s, Lambda task",
+            )
+        )
+        progress("  death -> partitions reassigned")
+        deaths = [_death_to_reassigned(api, topic, 6) for _ in range(10)]
+        section.rows.append(
+            (
+                f"member death -> partitions reassigned (session {SESSION_MS} ms, "
+                f"heartbeats every {HEARTBEAT_S * 1000:.0f} ms)",
+                f"{statistics.median(deaths):.0f} ms",
+                f"{max(deaths):.0f} ms",
+                "session timeout + the survivor's next heartbeat + a rebalance",
+            )
+        )
+    finally:
+        server.stop()
+        for name in ("TIDELOG_INITIAL_REBALANCE_DELAY_MS", "TIDELOG_GROUP_MIN_SESSION_TIMEOUT_MS"):
+            os.environ.pop(name, None)
+    section.notes.append(
+        "Expiry is found by the next operation on the group (here the survivor's heartbeat), "
+        "never by DynamoDB TTL; so death-to-reassignment is the session timeout plus at most "
+        "one heartbeat interval plus one rebalance."
+    )
+    return section
