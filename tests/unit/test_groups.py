@@ -287,3 +287,21 @@ def test_a_rebalance_that_never_started_is_started_over():
     assert caught.value.generation == 2
     rebalancer.run()
     assert coord.heartbeat("g", member, 2).assignment == (tp("t0", 0),)
+
+
+def test_kafkas_states_along_a_rebalance():
+    coord, rebalancer, topics, _, _ = coordinator()
+    topics.create("t0", 1, {})
+    assert coord.describe("nobody").state == State.DEAD  # DescribeGroups of an unknown group
+    seen = []
+    original = coord._mutate  # observe the state the assignor sets before it writes Stable
+
+    def spy(name, change, **options):
+        answer = original(name, change, **options)
+        seen.append(coord.load(name).state)
+        return answer
+
+    coord._mutate = spy
+    join(coord)
+    rebalancer.run()
+    assert seen == [State.PREPARING_REBALANCE, State.COMPLETING_REBALANCE, State.STABLE]

@@ -30,6 +30,7 @@ from tidelog.assignors import TopicPartition, assign
 from tidelog.errors import InvalidRequestError, RetriableError, TidelogError
 from tidelog.groups.model import (
     MAX_METADATA_BYTES,
+    REBALANCING,
     Assignment,
     FencedInstanceError,
     Group,
@@ -197,8 +198,11 @@ class Coordinator:
         return [self.load(str(item["sk"])) for item in self._meta.query(GROUPS_PK)]
 
     def describe(self, name: str) -> Group:
+        """The group as it is (sessions that ran out removed); a group that does not exist is
+        Dead, as Kafka's DescribeGroups answers."""
         validate_group_id(name)
-        return self._mutate(name, lambda group: (group, [], group))
+        group = self._mutate(name, lambda group: (group, [], group))
+        return group if group.exists else replace(group, state=State.DEAD)
 
     # -- membership ----------------------------------------------------------------------
 
@@ -327,12 +331,22 @@ class Coordinator:
 
     def assign(self, name: str, generation: int) -> dict[str, object]:
         """Compute and write generation ``generation``'s assignment, if it is still current."""
+        stale = {"group": name, "generation": generation, "stale": True}
+
+        def completing(group: Group) -> tuple[Group, list[Write], bool]:
+            """The delay is over and the assignor runs: Kafka's CompletingRebalance."""
+            if group.generation != generation or group.state not in REBALANCING:
+                return group, [], False
+            return replace(group, state=State.COMPLETING_REBALANCE), [], True
+
+        if not self._mutate(name, completing, expire=False):
+            return stale
         sizes = self._topic_sizes()
         follow_up: list[bool] = [False]
 
         def change(group: Group) -> tuple[Group, list[Write], dict[str, object]]:
-            if group.generation != generation or group.state != State.PREPARING_REBALANCE:
-                return group, [], {"group": name, "generation": generation, "stale": True}
+            if group.generation != generation or group.state != State.COMPLETING_REBALANCE:
+                return group, [], stale
             subscribed, wanted = subscriptions(group, sizes)
             result = assign(group.protocol or "range", wanted, subscribed)
             assignment = Assignment(
@@ -470,9 +484,9 @@ class Coordinator:
         if group.state == State.STABLE and generation == group.generation:
             return
         last = group.assignment.generation if group.assignment is not None else None
-        if group.state == State.PREPARING_REBALANCE and generation == last:
+        if group.state in REBALANCING and generation == last:
             return  # what a member processed before the rebalance is still its to commit
-        if group.state == State.PREPARING_REBALANCE and generation == group.generation:
+        if group.state in REBALANCING and generation == group.generation:
             raise RebalanceInProgressError(
                 f"group {group.name} is rebalancing",
                 generation=group.generation,

@@ -26,6 +26,9 @@ class State(StrEnum):
     DEAD = "Dead"
 
 
+REBALANCING = frozenset({State.PREPARING_REBALANCE, State.COMPLETING_REBALANCE})
+
+
 # -- errors, with Kafka's names ------------------------------------------------------------
 
 
@@ -296,4 +299,4 @@ def rebalanced(
 def stalled(group: Group, now_ms: int, stall_ms: int) -> bool:
     """A rebalance whose assignment never came (its state machine could not be started, or
     failed for good): the next heartbeat starts the generation over."""
-    return group.state == State.PREPARING_REBALANCE and now_ms - group.rebalance_ms > stall_ms
+    return group.state in REBALANCING and now_ms - group.rebalance_ms > stall_ms
