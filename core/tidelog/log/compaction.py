@@ -148,13 +148,15 @@ def compact(
     delete_retention_ms: int,
     now_ms: Callable[[], int],
     grace_ms: int,
+    max_bytes: int | None = MAX_COMPACT_BYTES,
 ) -> Stats:
     """Clean the partition's segments (``entries``, in offset order) and swap the changed ones'
-    index items, each conditional on the segment it replaces."""
+    index items, each conditional on the segment it replaces. ``max_bytes`` caps what one
+    process takes on (None: no cap, for the Spark job)."""
     stats = Stats()
     segments = [e for e in entries if e.is_segment]
     pk = keys.log_pk(topic_id, partition)
-    if sum(e.size for e in segments) > MAX_COMPACT_BYTES:
+    if max_bytes is not None and sum(e.size for e in segments) > max_bytes:
         stats.skipped.append(pk)
         logger.warning("%s is too large to compact in-process; run the Spark job", pk)
         return stats

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from tidelog.log import collect, keys
 from tidelog.log.entries import LogEntry
+from tidelog.log.scan import committed_batches
 from tidelog.log.segment import Segment, SegmentBuilder
-from tidelog.records import RecordBatch, iter_batches, with_base_offset
 from tidelog.storage import (
     Compare,
     Condition,
@@ -139,18 +139,8 @@ def build_segment(objects: ObjectStore, runs: Sequence[LogEntry]) -> Segment:
     """Read the runs, write their committed offsets into the batches, index them as Kafka does."""
     builder = SegmentBuilder(runs[0].base_offset)
     for run in runs:
-        data = objects.get(run.object_key, run.start, run.end)
-        offset = run.base_offset
-        for stored in iter_batches(data):
-            if not isinstance(stored, RecordBatch):
-                raise ValueError(f"{run.object_key} holds a legacy batch")
-            builder.append(RecordBatch(with_base_offset(stored.buffer, offset)))
-            offset += stored.last_offset_delta + 1
-        if offset != run.last_offset + 1:
-            raise ValueError(
-                f"{run.object_key}[{run.start}:{run.end}] holds offsets to {offset - 1}, "
-                f"its index item says {run.last_offset}"
-            )
+        for batch in committed_batches(run, objects.get(run.object_key, run.start, run.end)):
+            builder.append(batch)
     return builder.close()
 
 
