@@ -137,3 +137,21 @@ def plan(reader: LogReader, ranges: Sequence[OffsetRange]) -> list[Task]:
             entries.append(entry)
         tasks.append(Task(r, tuple(entries)))
     return tasks
+
+
+def rate_limit(
+    start: dict[tuple[str, int], int], end: dict[tuple[str, int], int], limit: int
+) -> dict[tuple[str, int], int]:
+    """Spark's Kafka source rate limit: ``limit`` offsets spread over the partitions in
+    proportion to what each has waiting."""
+    sizes = {tp: max(0, end[tp] - start.get(tp, end[tp])) for tp in end}
+    total = sum(sizes.values())
+    if total <= limit:
+        return dict(end)
+    out = {}
+    for tp, last in end.items():
+        begin = start.get(tp, last)
+        share = limit * sizes[tp] / total
+        step = int(share) if share >= 1 else (1 if sizes[tp] else 0)
+        out[tp] = min(begin + step, last)
+    return out

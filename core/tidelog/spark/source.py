@@ -37,7 +37,7 @@ from pyspark.sql.types import StructType
 from tidelog.log.fetch import LogReader
 from tidelog.log.topics import Topic, Topics
 from tidelog.spark import options as opts
-from tidelog.spark.planning import OffsetRange, Task, plan, resolve, split
+from tidelog.spark.planning import OffsetRange, Task, plan, rate_limit, resolve, split
 from tidelog.spark.rows import rows, schema
 from tidelog.spark.stores import stores
 from tidelog.spark.write import BATCH_BYTES, producer_id, rows_from, write_rows
@@ -131,6 +131,7 @@ class StreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow
         self.max_offsets = opts.positive(options, "maxOffsetsPerTrigger")
         self.group = opts.option(options, "groupIdForLag")
         self.target: Offsets | None = None
+        self._lag_committed: Offsets | None = None
 
     def initialOffset(self) -> Offsets:
         reader, topics = self.log()
@@ -159,6 +160,7 @@ class StreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow
         return ReadAllAvailable() if self.max_offsets is None else ReadMaxRows(self.max_offsets)
 
     def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
+        self._commit_for_lag(start)
         end = self.target if self.target is not None else self._latest()
         begin = _flat(start)
         latest = _flat(end)
@@ -179,8 +181,16 @@ class StreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow
         return self.tasks(ranges)
 
     def commit(self, end: Offsets) -> None:
-        if self.group is None:
+        self._commit_for_lag(end)
+
+    def _commit_for_lag(self, end: Offsets) -> None:
+        """Record what the query has processed as the group's committed offsets, so its lag
+        shows like any consumer's. Spark hands a micro-batch's start offsets to
+        ``latestOffset`` only once the batch before has completed, and does not always call
+        ``commit`` (not after the last batch of an availableNow run), so both report here."""
+        if self.group is None or end == self._lag_committed:
             return
+        self._lag_committed = end
         from tidelog.groups.coordinator import Coordinator, OffsetCommit  # noqa: PLC0415
 
         meta, objects = stores(self.connection)
@@ -199,24 +209,6 @@ class StreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow
 class _NoRebalance:
     def start(self, group: str, generation: int, delay_ms: int) -> None:
         raise RuntimeError("a Spark query commits offsets for lag only; it never joins groups")
-
-
-def rate_limit(
-    start: dict[tuple[str, int], int], end: dict[tuple[str, int], int], limit: int
-) -> dict[tuple[str, int], int]:
-    """Spark's Kafka source rate limit: ``limit`` offsets spread over the partitions in
-    proportion to what each has waiting."""
-    sizes = {tp: max(0, end[tp] - start.get(tp, end[tp])) for tp in end}
-    total = sum(sizes.values())
-    if total <= limit:
-        return dict(end)
-    out = {}
-    for tp, last in end.items():
-        begin = start.get(tp, last)
-        share = limit * sizes[tp] / total
-        step = int(share) if share >= 1 else (1 if sizes[tp] else 0)
-        out[tp] = min(begin + step, last)
-    return out
 
 
 def _offsets(flat: dict[tuple[str, int], int]) -> Offsets:
