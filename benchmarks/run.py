@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import core, emulator, fetch, groups, produce
+from benchmarks import core, emulator, fetch, groups, produce, spark
 
-MODULES = [core, produce, fetch, groups, emulator]
+MODULES = [core, produce, fetch, groups, spark, emulator]
 OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 
 

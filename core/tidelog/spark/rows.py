@@ -1,15 +1,16 @@
-"""Executor side of a read: a task's entries GET and decoded into rows of Spark's Kafka source
-schema. Segments are read from their ``.index`` positions, so a task reading a slice of a large
-segment GETs about that slice."""
+"""Executor side of a read: a task's entries GET and decoded into Arrow batches of Spark's
+Kafka source schema. Segments are read from their ``.index`` positions, so a task reading a
+slice of a large segment GETs about that slice."""
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterator
+from typing import Any
 
 from tidelog.log.entries import LogEntry
 from tidelog.log.scan import committed_batches
 from tidelog.log.segment import CorruptIndexError, OffsetIndex
+from tidelog.records import RecordBatch
 from tidelog.spark.planning import Task
 from tidelog.storage import ObjectStore
 
@@ -18,7 +19,6 @@ SCHEMA = (
     "timestamp timestamp, timestampType int"
 )
 HEADERS = ", headers array<struct<key: string, value: binary>>"
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 TIMESTAMP_TYPES = {"create": 0, "log_append": 1}
 
 
@@ -26,7 +26,54 @@ def schema(include_headers: bool) -> str:
     return SCHEMA + (HEADERS if include_headers else "")
 
 
-def rows(task: Task, objects: ObjectStore, include_headers: bool) -> Iterator[tuple[object, ...]]:
+def arrow_batches(task: Task, objects: ObjectStore, include_headers: bool) -> Iterator[Any]:
+    """The task's rows as Arrow record batches, one per stored batch: Spark takes them without
+    converting row by row (several times faster than tuples)."""
+    import pyarrow as pa  # noqa: PLC0415 - on the executor
+
+    schema = _arrow_schema(pa, include_headers)
+    r = task.range
+    for batch in _batches(task, objects):
+        kind = TIMESTAMP_TYPES[batch.timestamp_type]
+        records = [x for x in batch.records() if r.start <= x.offset < r.end]
+        if not records:
+            continue
+        columns = [
+            pa.array([x.key for x in records], pa.binary()),
+            pa.array([x.value for x in records], pa.binary()),
+            pa.array([r.topic] * len(records), pa.string()),
+            pa.array([r.partition] * len(records), pa.int32()),
+            pa.array([x.offset for x in records], pa.int64()),
+            pa.array([x.timestamp * 1000 for x in records], pa.timestamp("us", tz="UTC")),
+            pa.array([kind] * len(records), pa.int32()),
+        ]
+        if include_headers:
+            columns.append(
+                pa.array(
+                    [[{"key": k, "value": v} for k, v in x.headers] for x in records],
+                    schema.field("headers").type,
+                )
+            )
+        yield pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _arrow_schema(pa: Any, include_headers: bool) -> Any:
+    fields = [
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("offset", pa.int64()),
+        pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+        pa.field("timestampType", pa.int32()),
+    ]
+    if include_headers:
+        header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+        fields.append(pa.field("headers", pa.list_(header)))
+    return pa.schema(fields)
+
+
+def _batches(task: Task, objects: ObjectStore) -> Iterator[RecordBatch]:
     r = task.range
     for entry in task.entries:
         start, end = _byte_range(entry, objects, r.start, r.end)
@@ -38,22 +85,7 @@ def rows(task: Task, objects: ObjectStore, include_headers: bool) -> Iterator[tu
                 return
             if batch.last_offset < r.start or batch.is_control_batch:
                 continue
-            kind = TIMESTAMP_TYPES[batch.timestamp_type]
-            for record in batch.records():
-                if not r.start <= record.offset < r.end:
-                    continue
-                row: tuple[object, ...] = (
-                    record.key,
-                    record.value,
-                    r.topic,
-                    r.partition,
-                    record.offset,
-                    _EPOCH + datetime.timedelta(milliseconds=record.timestamp),
-                    kind,
-                )
-                if include_headers:
-                    row += ([(k, v) for k, v in record.headers],)
-                yield row
+            yield batch
 
 
 def _byte_range(entry: LogEntry, objects: ObjectStore, first: int, end: int) -> tuple[int, int]:

@@ -38,7 +38,7 @@ from tidelog.log.fetch import LogReader
 from tidelog.log.topics import Topic, Topics
 from tidelog.spark import options as opts
 from tidelog.spark.planning import OffsetRange, Task, plan, rate_limit, resolve, split
-from tidelog.spark.rows import rows, schema
+from tidelog.spark.rows import arrow_batches, schema
 from tidelog.spark.stores import stores
 from tidelog.spark.write import BATCH_BYTES, producer_id, rows_from, write_rows
 
@@ -100,11 +100,11 @@ class _Reading:
         reader, _ = self.log()
         return [_Planned(t) for t in plan(reader, split(ranges, self.min_partitions))]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[object, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
         if not isinstance(partition, _Planned):
             return  # nothing was planned: Spark still runs one task, with its own partition
         _, objects = stores(self.connection)
-        yield from rows(partition.task, objects, self.include_headers)
+        yield from arrow_batches(partition.task, objects, self.include_headers)
 
 
 class BatchReader(_Reading, DataSourceReader):
