@@ -16,7 +16,7 @@ from tidelog.log.housekeeping import Housekeeper, partition_entries, without_lef
 from tidelog.log.reader import committed_records
 from tidelog.log.topics import Topics
 from tidelog.partitioner import partition_for_key
-from tidelog.spark.jobs import compact
+from tidelog.spark.jobs import compact, resegment
 from tidelog.spark.options import Connection
 from tidelog.storage.dynamodb import DynamoMetadataStore
 from tidelog.storage.s3 import S3ObjectStore
@@ -225,3 +225,25 @@ def test_a_stream_from_topic_to_topic_commits_lag_offsets(
         (0, 7, 0),
         (1, 5, 0),
     }
+
+
+def test_resegmenting_on_spark_rolls_every_partition(spark, dev, connection, new_topic, stores):
+    meta, _ = stores
+    topic = new_topic(partitions=2)
+    for p in range(2):
+        for i in range(3):
+            produce(dev, topic, p, [f"p{p}-{i}"])
+    found = Topics(meta, clock).get(topic)
+    assert all(
+        not e.is_segment for p in range(2) for e in partition_entries(meta, found.topic_id, p)
+    )
+    Topics(meta, clock).alter_configs(topic, {"segment.ms": 1})
+    time.sleep(0.01)
+    report = resegment(spark, Connection.from_options(connection), topics=[topic], settle_ms=0)
+    assert report.segments_rolled == 2
+    for p in range(2):
+        (entry,) = partition_entries(meta, found.topic_id, p)
+        assert entry.is_segment
+        assert [r.value for r in records(stores, topic, p)] == [
+            f"p{p}-{i}".encode() for i in range(3)
+        ]
