@@ -51,11 +51,15 @@ def _beat(api: str, group: str, member: str) -> tuple[int, Any]:
 
 
 def _until_stable(api: str, group: str, member: str, pause: float) -> Any:
-    while True:
+    deadline = time.perf_counter() + 60
+    while time.perf_counter() < deadline:
         status, body = _beat(api, group, member)
         if status == 200:
             return body
+        if status != 409:
+            raise RuntimeError(f"heartbeat failed: {status} {body}")
         time.sleep(pause)
+    raise RuntimeError(f"{group} never became Stable")
 
 
 def _join_to_stable(api: str, topic: str) -> float:
