@@ -72,18 +72,32 @@ def _join_to_stable(api: str, topic: str) -> float:
 
 def _death_to_reassigned(api: str, topic: str, partitions: int) -> float:
     group = f"bench-{uuid.uuid4().hex[:8]}"
-    survivor, doomed = _join(api, group, topic), _join(api, group, topic)
-    _until_stable(api, group, survivor, 0.01)
-    _until_stable(api, group, doomed, 0.01)
-    died = time.perf_counter()  # the doomed member's last heartbeat
-    while True:
+    members = [_join(api, group, topic), _join(api, group, topic)]
+    deadline = time.perf_counter() + 60
+    stable: dict[str, int] = {}
+    while len(stable) < len(members):  # both heartbeat until both own their share
+        if time.perf_counter() > deadline:
+            raise RuntimeError(f"{group} never became Stable")
+        for member in members:
+            status, body = _beat(api, group, member)
+            if status not in (200, 409):
+                raise RuntimeError(f"heartbeat failed: {status} {body}")
+            if status == 200:
+                stable[member] = sum(len(a["partitions"]) for a in body["assignment"])
+        time.sleep(0.01)
+    survivor = members[0]
+    died = time.perf_counter()  # the other member's last heartbeat
+    while time.perf_counter() - died < 60:
         time.sleep(HEARTBEAT_S)
         status, body = _beat(api, group, survivor)
+        if status not in (200, 409):
+            raise RuntimeError(f"the survivor's heartbeat failed: {status} {body}")
         owned = (
             sum(len(a["partitions"]) for a in body.get("assignment", ())) if status == 200 else 0
         )
         if owned == partitions:
             return (time.perf_counter() - died) * 1000
+    raise RuntimeError(f"{group}: the survivor never got every partition")
 
 
 def run(progress: Any = print) -> Section:

@@ -305,3 +305,25 @@ def test_kafkas_states_along_a_rebalance():
     join(coord)
     rebalancer.run()
     assert seen == [State.PREPARING_REBALANCE, State.COMPLETING_REBALANCE, State.STABLE]
+
+
+def test_a_heartbeat_is_judged_when_it_arrives_not_after_a_slow_moment():
+    coord, rebalancer, topics, clock, _ = coordinator()
+    topics.create("t0", 1, {})
+    member = join(coord, session_timeout_ms=1000).member_id
+    rebalancer.run()
+    coord.heartbeat("g", member, 1)
+    clock.now += 900  # inside the session when it arrives ...
+    arrival = clock.now
+
+    class Slow:
+        """... and every later reading of the clock finds the machine busy."""
+
+        def __call__(self):
+            self.calls += 1
+            return arrival + (0 if self.calls == 1 else 500 * self.calls)
+
+        calls = 0
+
+    coord._clock_ms = Slow()
+    assert coord.heartbeat("g", member, 1).assignment == (tp("t0", 0),)

@@ -256,7 +256,7 @@ class Coordinator:
             changed = rebalanced(group, members, protocol, now)
             return changed, extra, Joined(member.member_id, changed.generation, changed.state)
 
-        return self._mutate(name, change)
+        return self._mutate(name, change, arrived_ms=now)
 
     def leave(self, name: str, member_id: str) -> None:
         validate_group_id(name)
@@ -302,7 +302,7 @@ class Coordinator:
             alive_group = replace(group, members=members)
             return alive_group, [], alive_group
 
-        group = self._mutate(name, change)
+        group = self._mutate(name, change, arrived_ms=now)
         assignment = group.current_assignment()
         if group.state == State.STABLE and assignment is not None:
             return Heartbeat(group.state, group.generation, assignment.of(member_id))
@@ -588,10 +588,11 @@ class Coordinator:
     def _topic_sizes(self) -> dict[str, int]:
         return {t.name: t.partitions for t in self._topics.list()}
 
-    def _expired(self, group: Group) -> Group:
+    def _expired(self, group: Group, at_ms: int | None = None) -> Group:
         """The group without members whose session ran out (a membership change; at most
         90 at a time, to stay within one transaction)."""
-        gone = expired_members(group, self._clock_ms())[:_EXPIRE_AT_ONCE]
+        now = self._clock_ms() if at_ms is None else at_ms
+        gone = expired_members(group, now)[:_EXPIRE_AT_ONCE]
         if not gone:
             return group
         logger.info("group %s: sessions expired for %s", group.name, gone)
@@ -605,10 +606,14 @@ class Coordinator:
         change: Callable[[Group], tuple[Group, list[Write], _T]],
         *,
         expire: bool = True,
+        arrived_ms: int | None = None,
     ) -> _T:
+        """Apply ``change`` to the group as stored, sessions that ran out first. Sessions are
+        judged at ``arrived_ms``, when the request came in (as Kafka's coordinator judges a
+        heartbeat on arrival), not after the retries of a busy moment."""
         for _ in range(_ATTEMPTS):
             loaded = self.load(name)
-            group = self._expired(loaded) if expire else loaded
+            group = self._expired(loaded, arrived_ms) if expire else loaded
             new, extra, answer = change(group)
             writes = _diff(name, loaded, new) + extra
             if not writes:
