@@ -9,7 +9,6 @@ partition range); executors do ranged GETs and decoding.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 import uuid
@@ -291,7 +290,3 @@ class StreamWriter(_Writing, DataSourceStreamWriter):
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         done = [m for m in messages if isinstance(m, Committed)]
         logger.info("micro-batch %d: wrote %d records", batchId, sum(m.records for m in done))
-
-
-def offsets_json(offsets: Offsets) -> str:
-    return json.dumps(offsets, sort_keys=True)
