@@ -1,14 +1,7 @@
 """The group coordinator over the metadata store: joins, heartbeats, leaves, fenced offset
 commits, and the assignment a rebalance writes.
 
-Items::
-
-    ("groups", <group>)                      the registry, for listing
-    ("group#<group>", "meta")                state, generation, protocol, version (compare-and-set)
-    ("group#<group>", "member#<member id>")  a member: subscription, timeouts, last heartbeat
-    ("group#<group>", "fenced#<member id>")  a static member's old id, replaced by a rejoin
-    ("group#<group>", "assignment")          the assignment of the last completed generation
-    ("offsets#<group>", "<topic>#<partition>")  a committed offset
+The items it keeps are listed in :mod:`tidelog.groups.items`.
 
 Every membership change (join, leave, a session found expired, a subscribed topic appearing or
 growing) is one transaction conditional on the meta item's version; it moves the group to the
@@ -22,16 +15,18 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 from tidelog.assignors import TopicPartition, assign
 from tidelog.errors import InvalidRequestError, RetriableError, TidelogError
+from tidelog.groups import items
 from tidelog.groups.model import (
     MAX_METADATA_BYTES,
     REBALANCING,
     Assignment,
+    Committed,
     FencedInstanceError,
     Group,
     IllegalGenerationError,
@@ -41,7 +36,6 @@ from tidelog.groups.model import (
     RebalanceInProgressError,
     State,
     UnknownMemberError,
-    empty_group,
     expired_members,
     is_cooperative,
     new_member,
@@ -55,40 +49,21 @@ from tidelog.groups.model import (
 from tidelog.log.fetch import LogReader
 from tidelog.log.topics import Topics
 from tidelog.storage import (
-    Check,
     Compare,
-    Condition,
     ConditionFailedError,
-    Delete,
-    Item,
     ItemAbsent,
-    ItemExists,
     MetadataStore,
     Put,
     Write,
-    all_of,
 )
 from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
 
 logger = logging.getLogger(__name__)
 
-GROUPS_PK = "groups"
-META_SK = "meta"
-ASSIGNMENT_SK = "assignment"
-MEMBER_PREFIX = "member#"
-FENCED_PREFIX = "fenced#"
 _ATTEMPTS = 30
 _EXPIRE_AT_ONCE = 90
 REBALANCE_STALL_MS = 60_000
 _T = TypeVar("_T")
-
-
-def group_pk(group: str) -> str:
-    return f"group#{group}"
-
-
-def offsets_pk(group: str) -> str:
-    return f"offsets#{group}"
 
 
 class Rebalancer(Protocol):
@@ -137,15 +112,6 @@ class CommitResult:
     error: TidelogError | None = None
 
 
-@dataclass(frozen=True)
-class Committed:
-    topic: str
-    partition: int
-    offset: int
-    metadata: str
-    commit_ms: int
-
-
 class Coordinator:
     def __init__(
         self,
@@ -171,31 +137,10 @@ class Coordinator:
     # -- reading -------------------------------------------------------------------------
 
     def load(self, name: str) -> Group:
-        group = empty_group(name)
-        members: dict[str, Member] = {}
-        fenced: dict[str, str] = {}
-        for item in self._meta.query(group_pk(name)):
-            sk = str(item["sk"])
-            if sk == META_SK:
-                group = replace(
-                    group,
-                    state=State(str(item["state"])),
-                    generation=_int(item["generation"]),
-                    protocol=None if item.get("protocol") is None else str(item["protocol"]),
-                    version=_int(item["version"]),
-                    rebalance_ms=_int(item.get("rebalance_ms", 0)),
-                )
-            elif sk.startswith(MEMBER_PREFIX):
-                member = _member(item)
-                members[member.member_id] = member
-            elif sk.startswith(FENCED_PREFIX):
-                fenced[sk[len(FENCED_PREFIX) :]] = str(item["group_instance_id"])
-            elif sk == ASSIGNMENT_SK:
-                group = replace(group, assignment=_assignment(item))
-        return replace(group, members=members, fenced=fenced)
+        return items.group_from_items(name, self._meta.query(items.group_pk(name)))
 
     def groups(self) -> list[Group]:
-        return [self.load(str(item["sk"])) for item in self._meta.query(GROUPS_PK)]
+        return [self.load(str(item["sk"])) for item in self._meta.query(items.GROUPS_PK)]
 
     def describe(self, name: str) -> Group:
         """The group as it is (sessions that ran out removed); a group that does not exist is
@@ -234,7 +179,7 @@ class Coordinator:
             protocol = select_protocol(members.values())
             extra: list[Write] = []
             if previous is not None:
-                extra.append(_fence(name, previous))
+                extra.append(items.fence(name, previous))
                 if (
                     group.state == State.STABLE
                     and previous.same_subscription(member)
@@ -251,7 +196,7 @@ class Coordinator:
                         members=members,
                         assignment=replace(assignment, members=moved),
                     )
-                    extra.append(Put(_assignment_item(name, stable.assignment)))
+                    extra.append(Put(items.assignment_item(name, stable.assignment)))
                     return stable, extra, Joined(member.member_id, group.generation, State.STABLE)
             changed = rebalanced(group, members, protocol, now)
             return changed, extra, Joined(member.member_id, changed.generation, changed.state)
@@ -359,7 +304,7 @@ class Coordinator:
             stable = replace(group, state=State.STABLE, assignment=assignment)
             return (
                 stable,
-                [Put(_assignment_item(name, assignment))],
+                [Put(items.assignment_item(name, assignment))],
                 {"group": name, "generation": generation, "stale": False},
             )
 
@@ -447,26 +392,23 @@ class Coordinator:
                 results.append(CommitResult(commit.topic, commit.partition, commit.offset))
                 writes.append(
                     Put(
-                        {
-                            "pk": offsets_pk(name),
-                            "sk": _offset_sk(commit.topic, commit.partition),
-                            "topic": commit.topic,
-                            "partition": commit.partition,
-                            "offset": commit.offset,
-                            "metadata": commit.metadata,
-                            "commit_ms": now,
-                            "generation": generation,
-                            "member_id": member_id,
-                        },
+                        items.offset_item(
+                            name,
+                            Committed(
+                                commit.topic, commit.partition, commit.offset, commit.metadata, now
+                            ),
+                            generation=generation,
+                            member_id=member_id,
+                        ),
                         ItemAbsent() if before is None else Compare("offset", "=", before.offset),
                     )
                 )
             if not writes:
                 return results
             if not group.exists:  # Kafka creates a group on its first commit
-                writes.append(Put({"pk": GROUPS_PK, "sk": name}))
+                writes.append(Put({"pk": items.GROUPS_PK, "sk": name}))
             try:
-                self._meta.transact([_meta_check(name, group), *writes])
+                self._meta.transact([items.meta_check(name, group), *writes])
             except ConditionFailedError:
                 continue  # the group or an offset moved: look again
             return results
@@ -501,16 +443,16 @@ class Coordinator:
     ) -> dict[tuple[str, int], Committed]:
         wanted = None if partitions is None else set(partitions)
         out = {}
-        for item in self._meta.query(offsets_pk(name)):
-            key = (str(item["topic"]), _int(item["partition"]))
+        for item in self._meta.query(items.offsets_pk(name)):
+            key = (str(item["topic"]), items.int_of(item["partition"]))
             if wanted is not None and key not in wanted:
                 continue
             out[key] = Committed(
                 key[0],
                 key[1],
-                _int(item["offset"]),
+                items.int_of(item["offset"]),
                 str(item.get("metadata", "")),
-                _int(item["commit_ms"]),
+                items.int_of(item["commit_ms"]),
             )
         return out
 
@@ -539,26 +481,16 @@ class Coordinator:
             topic = self._topics.get(topic_name)
             for partition in range(topic.partitions):
                 target = self._reset_target(topic.topic_id, partition, to, timestamp, offset)
-                out.append(Committed(topic_name, partition, target, "", now))
-                writes.append(
-                    Put(
-                        {
-                            "pk": offsets_pk(name),
-                            "sk": _offset_sk(topic_name, partition),
-                            "topic": topic_name,
-                            "partition": partition,
-                            "offset": target,
-                            "metadata": "",
-                            "commit_ms": now,
-                            "generation": -1,
-                            "member_id": "",
-                        }
-                    )
-                )
+                reset = Committed(topic_name, partition, target, "", now)
+                out.append(reset)
+                writes.append(Put(items.offset_item(name, reset, generation=-1, member_id="")))
         for start in range(0, len(writes), MAX_TRANSACTION_WRITES - 1):
             try:
                 self._meta.transact(
-                    [_meta_check(name, group), *writes[start : start + MAX_TRANSACTION_WRITES - 1]]
+                    [
+                        items.meta_check(name, group),
+                        *writes[start : start + MAX_TRANSACTION_WRITES - 1],
+                    ]
                 )
             except ConditionFailedError as exc:
                 raise NonEmptyGroupError(f"group {name} changed during the reset") from exc
@@ -615,7 +547,7 @@ class Coordinator:
             loaded = self.load(name)
             group = self._expired(loaded, arrived_ms) if expire else loaded
             new, extra, answer = change(group)
-            writes = _diff(name, loaded, new) + extra
+            writes = items.diff(name, loaded, new) + extra
             if not writes:
                 return answer
             try:
@@ -632,145 +564,3 @@ class Coordinator:
                     )
             return answer
         raise RetriableError(f"group {name} kept changing; try again")
-
-
-# -- items ---------------------------------------------------------------------------------
-
-
-def _int(value: object) -> int:
-    return int(str(value))
-
-
-def _strings(value: object) -> tuple[str, ...]:
-    return tuple(str(v) for v in value) if isinstance(value, list | tuple) else ()
-
-
-def _offset_sk(topic: str, partition: int) -> str:
-    return f"{topic}#{partition:010d}"
-
-
-def _meta_condition(group: Group) -> Condition:
-    return ItemAbsent() if not group.exists else Compare("version", "=", group.version)
-
-
-def _meta_check(name: str, group: Group) -> Write:
-    return Check(group_pk(name), META_SK, _meta_condition(group))
-
-
-def _member(item: Mapping[str, object]) -> Member:
-    return Member(
-        member_id=str(item["member_id"]),
-        topics=_strings(item.get("topics")),
-        topic_pattern=None if item.get("topic_pattern") is None else str(item["topic_pattern"]),
-        assignors=_strings(item.get("assignors")),
-        session_timeout_ms=_int(item["session_timeout_ms"]),
-        rebalance_timeout_ms=_int(item["rebalance_timeout_ms"]),
-        heartbeat_ms=_int(item["heartbeat_ms"]),
-        group_instance_id=(
-            None if item.get("group_instance_id") is None else str(item["group_instance_id"])
-        ),
-    )
-
-
-def _member_item(name: str, member: Member) -> Item:
-    item: dict[str, object] = {
-        "pk": group_pk(name),
-        "sk": MEMBER_PREFIX + member.member_id,
-        "member_id": member.member_id,
-        "topics": list(member.topics),
-        "assignors": list(member.assignors),
-        "session_timeout_ms": member.session_timeout_ms,
-        "rebalance_timeout_ms": member.rebalance_timeout_ms,
-        "heartbeat_ms": member.heartbeat_ms,
-    }
-    if member.topic_pattern is not None:
-        item["topic_pattern"] = member.topic_pattern
-    if member.group_instance_id is not None:
-        item["group_instance_id"] = member.group_instance_id
-    return item
-
-
-def _assignment(item: Mapping[str, object]) -> Assignment:
-    members = item.get("members") or {}
-    sizes = item.get("partitions") or {}
-    assert isinstance(members, Mapping)
-    assert isinstance(sizes, Mapping)
-    return Assignment(
-        generation=_int(item["generation"]),
-        protocol=None if item.get("protocol") is None else str(item["protocol"]),
-        members={
-            str(m): tuple(TopicPartition(str(t), _int(p)) for t, p in tps)
-            for m, tps in members.items()
-        },
-        partitions={str(t): _int(n) for t, n in sizes.items()},
-    )
-
-
-def _assignment_item(name: str, assignment: Assignment | None) -> Item:
-    assert assignment is not None
-    item: dict[str, object] = {
-        "pk": group_pk(name),
-        "sk": ASSIGNMENT_SK,
-        "generation": assignment.generation,
-        "members": {m: [[t, p] for t, p in tps] for m, tps in assignment.members.items()},
-        "partitions": dict(assignment.partitions),
-    }
-    if assignment.protocol is not None:
-        item["protocol"] = assignment.protocol
-    return item
-
-
-def _fence(name: str, previous: Member) -> Write:
-    return Put(
-        {
-            "pk": group_pk(name),
-            "sk": FENCED_PREFIX + previous.member_id,
-            "group_instance_id": previous.group_instance_id,
-        }
-    )
-
-
-def _diff(name: str, old: Group, new: Group) -> list[Write]:
-    """The writes that turn ``old`` into ``new``; the meta item compare-and-set first."""
-    writes: list[Write] = []
-    for member_id, member in old.members.items():
-        if member_id not in new.members:
-            writes.append(
-                Delete(
-                    group_pk(name),
-                    MEMBER_PREFIX + member_id,
-                    Compare("heartbeat_ms", "=", member.heartbeat_ms),
-                )
-            )
-    for member_id, member in new.members.items():
-        before = old.members.get(member_id)
-        if before == member:
-            continue
-        condition = (
-            ItemAbsent()
-            if before is None
-            else all_of(ItemExists(), Compare("heartbeat_ms", "=", before.heartbeat_ms))
-        )
-        writes.append(Put(_member_item(name, member), condition))
-    meta_changed = (new.state, new.generation, new.protocol) != (
-        old.state,
-        old.generation,
-        old.protocol,
-    )
-    if meta_changed or (writes and not new.exists):
-        item: dict[str, object] = {
-            "pk": group_pk(name),
-            "sk": META_SK,
-            "state": new.state.value,
-            "generation": new.generation,
-            "version": old.version + 1,
-            "rebalance_ms": new.rebalance_ms,
-        }
-        if new.protocol is not None:
-            item["protocol"] = new.protocol
-        writes.insert(0, Put(item, _meta_condition(old)))
-        if not old.exists:
-            writes.append(Put({"pk": GROUPS_PK, "sk": name}))
-    elif writes:
-        writes.insert(0, _meta_check(name, old))
-    return writes

@@ -125,6 +125,15 @@ class Assignment:
 
 
 @dataclass(frozen=True)
+class Committed:
+    topic: str
+    partition: int
+    offset: int
+    metadata: str
+    commit_ms: int
+
+
+@dataclass(frozen=True)
 class Group:
     name: str
     state: State

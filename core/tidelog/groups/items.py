@@ -1,0 +1,223 @@
+"""The group coordinator's items, and turning groups into writes and back.
+
+Items (one table, ``pk``/``sk``)::
+
+    ("groups", <group>)                         the registry, for listing
+    ("group#<group>", "meta")                   state, generation, protocol, version (CAS)
+    ("group#<group>", "member#<member id>")     a member: subscription, timeouts, last heartbeat
+    ("group#<group>", "fenced#<member id>")     a static member's old id, replaced by a rejoin
+    ("group#<group>", "assignment")             the assignment of the last completed generation
+    ("offsets#<group>", "<topic>#<partition>")  a committed offset
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+
+from tidelog.assignors import TopicPartition
+from tidelog.groups.model import Assignment, Committed, Group, Member, State, empty_group
+from tidelog.storage import (
+    Check,
+    Compare,
+    Condition,
+    Delete,
+    Item,
+    ItemAbsent,
+    ItemExists,
+    Put,
+    Write,
+    all_of,
+)
+
+GROUPS_PK = "groups"
+META_SK = "meta"
+ASSIGNMENT_SK = "assignment"
+MEMBER_PREFIX = "member#"
+FENCED_PREFIX = "fenced#"
+
+
+def group_pk(group: str) -> str:
+    return f"group#{group}"
+
+
+def offsets_pk(group: str) -> str:
+    return f"offsets#{group}"
+
+
+def int_of(value: object) -> int:
+    return int(str(value))
+
+
+def strings(value: object) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list | tuple) else ()
+
+
+def offset_sk(topic: str, partition: int) -> str:
+    return f"{topic}#{partition:010d}"
+
+
+def meta_condition(group: Group) -> Condition:
+    return ItemAbsent() if not group.exists else Compare("version", "=", group.version)
+
+
+def meta_check(name: str, group: Group) -> Write:
+    return Check(group_pk(name), META_SK, meta_condition(group))
+
+
+def member_from_item(item: Mapping[str, object]) -> Member:
+    return Member(
+        member_id=str(item["member_id"]),
+        topics=strings(item.get("topics")),
+        topic_pattern=None if item.get("topic_pattern") is None else str(item["topic_pattern"]),
+        assignors=strings(item.get("assignors")),
+        session_timeout_ms=int_of(item["session_timeout_ms"]),
+        rebalance_timeout_ms=int_of(item["rebalance_timeout_ms"]),
+        heartbeat_ms=int_of(item["heartbeat_ms"]),
+        group_instance_id=(
+            None if item.get("group_instance_id") is None else str(item["group_instance_id"])
+        ),
+    )
+
+
+def member_item(name: str, member: Member) -> Item:
+    item: dict[str, object] = {
+        "pk": group_pk(name),
+        "sk": MEMBER_PREFIX + member.member_id,
+        "member_id": member.member_id,
+        "topics": list(member.topics),
+        "assignors": list(member.assignors),
+        "session_timeout_ms": member.session_timeout_ms,
+        "rebalance_timeout_ms": member.rebalance_timeout_ms,
+        "heartbeat_ms": member.heartbeat_ms,
+    }
+    if member.topic_pattern is not None:
+        item["topic_pattern"] = member.topic_pattern
+    if member.group_instance_id is not None:
+        item["group_instance_id"] = member.group_instance_id
+    return item
+
+
+def assignment_from_item(item: Mapping[str, object]) -> Assignment:
+    members = item.get("members") or {}
+    sizes = item.get("partitions") or {}
+    assert isinstance(members, Mapping)
+    assert isinstance(sizes, Mapping)
+    return Assignment(
+        generation=int_of(item["generation"]),
+        protocol=None if item.get("protocol") is None else str(item["protocol"]),
+        members={
+            str(m): tuple(TopicPartition(str(t), int_of(p)) for t, p in tps)
+            for m, tps in members.items()
+        },
+        partitions={str(t): int_of(n) for t, n in sizes.items()},
+    )
+
+
+def assignment_item(name: str, assignment: Assignment | None) -> Item:
+    assert assignment is not None
+    item: dict[str, object] = {
+        "pk": group_pk(name),
+        "sk": ASSIGNMENT_SK,
+        "generation": assignment.generation,
+        "members": {m: [[t, p] for t, p in tps] for m, tps in assignment.members.items()},
+        "partitions": dict(assignment.partitions),
+    }
+    if assignment.protocol is not None:
+        item["protocol"] = assignment.protocol
+    return item
+
+
+def fence(name: str, previous: Member) -> Write:
+    return Put(
+        {
+            "pk": group_pk(name),
+            "sk": FENCED_PREFIX + previous.member_id,
+            "group_instance_id": previous.group_instance_id,
+        }
+    )
+
+
+def diff(name: str, old: Group, new: Group) -> list[Write]:
+    """The writes that turn ``old`` into ``new``; the meta item compare-and-set first."""
+    writes: list[Write] = []
+    for member_id, member in old.members.items():
+        if member_id not in new.members:
+            writes.append(
+                Delete(
+                    group_pk(name),
+                    MEMBER_PREFIX + member_id,
+                    Compare("heartbeat_ms", "=", member.heartbeat_ms),
+                )
+            )
+    for member_id, member in new.members.items():
+        before = old.members.get(member_id)
+        if before == member:
+            continue
+        condition = (
+            ItemAbsent()
+            if before is None
+            else all_of(ItemExists(), Compare("heartbeat_ms", "=", before.heartbeat_ms))
+        )
+        writes.append(Put(member_item(name, member), condition))
+    meta_changed = (new.state, new.generation, new.protocol) != (
+        old.state,
+        old.generation,
+        old.protocol,
+    )
+    if meta_changed or (writes and not new.exists):
+        item: dict[str, object] = {
+            "pk": group_pk(name),
+            "sk": META_SK,
+            "state": new.state.value,
+            "generation": new.generation,
+            "version": old.version + 1,
+            "rebalance_ms": new.rebalance_ms,
+        }
+        if new.protocol is not None:
+            item["protocol"] = new.protocol
+        writes.insert(0, Put(item, meta_condition(old)))
+        if not old.exists:
+            writes.append(Put({"pk": GROUPS_PK, "sk": name}))
+    elif writes:
+        writes.insert(0, meta_check(name, old))
+    return writes
+
+
+def group_from_items(name: str, found: Iterable[Mapping[str, object]]) -> Group:
+    group = empty_group(name)
+    members: dict[str, Member] = {}
+    fenced: dict[str, str] = {}
+    for item in found:
+        sk = str(item["sk"])
+        if sk == META_SK:
+            group = replace(
+                group,
+                state=State(str(item["state"])),
+                generation=int_of(item["generation"]),
+                protocol=None if item.get("protocol") is None else str(item["protocol"]),
+                version=int_of(item["version"]),
+                rebalance_ms=int_of(item.get("rebalance_ms", 0)),
+            )
+        elif sk.startswith(MEMBER_PREFIX):
+            member = member_from_item(item)
+            members[member.member_id] = member
+        elif sk.startswith(FENCED_PREFIX):
+            fenced[sk[len(FENCED_PREFIX) :]] = str(item["group_instance_id"])
+        elif sk == ASSIGNMENT_SK:
+            group = replace(group, assignment=assignment_from_item(item))
+    return replace(group, members=members, fenced=fenced)
+
+
+def offset_item(name: str, committed: Committed, *, generation: int, member_id: str) -> Item:
+    return {
+        "pk": offsets_pk(name),
+        "sk": offset_sk(committed.topic, committed.partition),
+        "topic": committed.topic,
+        "partition": committed.partition,
+        "offset": committed.offset,
+        "metadata": committed.metadata,
+        "commit_ms": committed.commit_ms,
+        "generation": generation,
+        "member_id": member_id,
+    }
