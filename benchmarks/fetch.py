@@ -24,7 +24,8 @@ from benchmarks.report import Section
 from tidelog import aws, runtime
 from tidelog.local import dev
 from tidelog.local.stack import aws_client
-from tidelog.log.housekeeping import partition_entries, without_leftovers
+from tidelog.log.entries import without_leftovers
+from tidelog.log.housekeeping import partition_entries
 
 RAW = "application/vnd.kafka.record-batch"
 FETCH_BYTES = 4 * 1024 * 1024

@@ -15,10 +15,7 @@ import time
 from typing import TYPE_CHECKING
 
 from tidelog import aws
-from tidelog.log.cache import ObjectCache
-from tidelog.log.fetch import LogReader
 from tidelog.log.groupcommit import GroupCommitter
-from tidelog.log.housekeeping import Housekeeper
 from tidelog.log.staging import StagingArea
 from tidelog.log.topics import TopicCache, Topics
 from tidelog.log.writer import Writer, recover_staging
@@ -28,6 +25,11 @@ from tidelog.storage import MetadataStore, ObjectStore
 
 if TYPE_CHECKING:
     from tidelog.groups.coordinator import Coordinator
+    from tidelog.log.fetch import LogReader
+    from tidelog.log.housekeeping import Housekeeper
+
+# Each function imports only its own path: the read path, housekeeping and groups are imported
+# when first asked for, so a produce cold start never pays for them.
 
 
 @functools.cache
@@ -104,6 +106,9 @@ def _appender() -> Writer | GroupCommitter:
 
 @functools.cache
 def log_reader() -> LogReader:
+    from tidelog.log.cache import ObjectCache  # noqa: PLC0415 - see above
+    from tidelog.log.fetch import LogReader  # noqa: PLC0415
+
     config = settings()
     objects = object_store()
     cache = (
@@ -116,6 +121,8 @@ def log_reader() -> LogReader:
 
 @functools.cache
 def housekeeper() -> Housekeeper:
+    from tidelog.log.housekeeping import Housekeeper  # noqa: PLC0415 - see above
+
     config = settings()
     return Housekeeper(
         metadata_store(),
@@ -129,7 +136,7 @@ def housekeeper() -> Housekeeper:
 
 @functools.cache
 def coordinator() -> Coordinator:
-    from tidelog.groups.coordinator import Coordinator  # noqa: PLC0415 - only groups need it
+    from tidelog.groups.coordinator import Coordinator  # noqa: PLC0415 - see above
     from tidelog.groups.model import Limits  # noqa: PLC0415
     from tidelog.groups.rebalancer import StepFunctionsRebalancer  # noqa: PLC0415
 

@@ -18,7 +18,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, Field, StrictInt
 
 from tidelog import api, runtime
-from tidelog.log.fetch import high_watermark
+from tidelog.log.head import high_watermark
 from tidelog.log.topics import Topic
 
 app = api.resolver()

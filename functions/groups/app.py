@@ -169,9 +169,8 @@ def heartbeat(group: str, member: str, body: HeartbeatBody) -> HeartbeatAnswer:
 
 @app.delete("/v1/groups/<group>/members/<member>", summary="Leave a consumer group")
 def leave(group: str, member: str) -> Joined:
-    runtime.coordinator().leave(group, member)
-    described = runtime.coordinator().describe(group)
-    return Joined(member_id=member, generation_id=described.generation, state=described.state)
+    left = runtime.coordinator().leave(group, member)
+    return Joined(member_id=member, generation_id=left.generation, state=left.state)
 
 
 @app.post("/v1/groups/<group>/offsets", summary="Commit offsets, fenced by generation")

@@ -13,7 +13,7 @@ import zstandard
 from kafka.record.default_records import DefaultRecordBatch
 
 from tidelog.log import keys
-from tidelog.log.fetch import high_watermark
+from tidelog.log.head import high_watermark
 from tidelog.records import RecordBatchBuilder
 from tidelog.records.crc import crc32c
 from tidelog.records.varint import decode_varint

@@ -15,7 +15,7 @@ import pytest
 from tests.support.resources import new_bucket, new_table
 
 from tidelog.local.stack import aws_client
-from tidelog.log.fetch import high_watermark
+from tidelog.log.head import high_watermark
 from tidelog.log.reader import committed_records
 from tidelog.log.staging import StagingArea
 from tidelog.log.topics import Topics

@@ -14,7 +14,7 @@ import pytest
 from tests.support.objects import object_sets
 
 from tidelog.errors import TidelogError
-from tidelog.log.fetch import high_watermark
+from tidelog.log.head import high_watermark
 from tidelog.log.reader import committed_records
 from tidelog.log.staging import StagingArea
 from tidelog.log.topics import Topics

@@ -203,16 +203,18 @@ class Coordinator:
 
         return self._mutate(name, change, arrived_ms=now)
 
-    def leave(self, name: str, member_id: str) -> None:
+    def leave(self, name: str, member_id: str) -> Group:
+        """The member leaves; the group as it is after."""
         validate_group_id(name)
 
-        def change(group: Group) -> tuple[Group, list[Write], None]:
+        def change(group: Group) -> tuple[Group, list[Write], Group]:
             self._known(group, member_id)
             members = {k: v for k, v in group.members.items() if k != member_id}
             protocol = select_protocol(members.values()) if members else None
-            return rebalanced(group, members, protocol, self._clock_ms()), [], None
+            left = rebalanced(group, members, protocol, self._clock_ms())
+            return left, [], left
 
-        self._mutate(name, change)
+        return self._mutate(name, change)
 
     def heartbeat(self, name: str, member_id: str, generation: int) -> Heartbeat:
         """Kafka's Heartbeat and SyncGroup in one: keeps the session alive and answers the

@@ -23,6 +23,7 @@ from tidelog.errors import ConflictError, RetriableError, TidelogError
 from tidelog.log import keys
 from tidelog.log.entries import LogEntry
 from tidelog.log.flushobject import Extent
+from tidelog.log.head import Head, put_head
 from tidelog.log.producers import BatchRecord, ProducerState, new_state
 from tidelog.log.topics import TOPICS_PK, Topic, UnknownTopicError
 from tidelog.log.validate import ProducedBatch
@@ -35,7 +36,6 @@ from tidelog.storage import (
     Put,
     StorageUnavailableError,
     Write,
-    all_of,
 )
 from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
 
@@ -115,24 +115,9 @@ class Plan:
         if not self.runs:
             return []
         pk = keys.log_pk(*self.append.key)
-        old_next = int(str(self.head["next_offset"])) if self.head else None
-        head = {
-            "pk": pk,
-            "sk": keys.HEAD_SK,
-            "next_offset": self.next_offset,
-            "log_start_offset": int(str(self.head["log_start_offset"])) if self.head else 0,
-        }
-        # The head is written whole, so the condition covers every field it carries: a log
-        # start moved by retention must not be put back by a commit that read it before.
-        condition = (
-            ItemAbsent()
-            if old_next is None
-            else all_of(
-                Compare("next_offset", "=", old_next),
-                Compare("log_start_offset", "=", int(str(head["log_start_offset"]))),
-            )
-        )
-        writes: list[Write] = [Put(head, condition)]
+        head = Head.from_item(self.head)
+        start = head.log_start_offset if head is not None else 0
+        writes: list[Write] = [put_head(pk, Head(start, self.next_offset), head)]
         for run in self.runs:
             entry = LogEntry(
                 run.base_offset,

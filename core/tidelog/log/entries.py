@@ -14,7 +14,7 @@ the roller's next pass deletes them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from tidelog.log import keys
@@ -95,3 +95,19 @@ class LogEntry:
             delete_horizon_ms=optional_number("delete_horizon_ms"),
             appended_ms=optional_number("appended_ms"),
         )
+
+
+def split_leftovers(entries: Iterable[LogEntry]) -> tuple[list[LogEntry], list[LogEntry]]:
+    """(the entries a reader uses, the leftovers of a half-done roll), from a partition's
+    entries in offset order: a leftover is a run inside the range of an entry before it."""
+    live: list[LogEntry] = []
+    leftovers: list[LogEntry] = []
+    covered = -1
+    for entry in entries:
+        (leftovers if entry.last_offset <= covered else live).append(entry)
+        covered = max(covered, entry.last_offset)
+    return live, leftovers
+
+
+def without_leftovers(entries: Iterable[LogEntry]) -> list[LogEntry]:
+    return split_leftovers(entries)[0]

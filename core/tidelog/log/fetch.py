@@ -26,6 +26,7 @@ from tidelog.errors import RetriableError, TidelogError
 from tidelog.log import keys
 from tidelog.log.cache import ObjectCache
 from tidelog.log.entries import LogEntry
+from tidelog.log.head import high_watermark
 from tidelog.log.segment import INDEX_INTERVAL_BYTES, CorruptIndexError, OffsetIndex, TimeIndex
 from tidelog.records import CorruptRecordError, RecordBatch, iter_batches, with_base_offset
 from tidelog.storage import MetadataStore, ObjectNotFoundError, ObjectStore
@@ -61,14 +62,6 @@ class OffsetOutOfRangeError(TidelogError):
             "log_start_offset": self.log_start_offset,
             "high_watermark": self.high_watermark,
         }
-
-
-def high_watermark(meta: MetadataStore, topic_id: str, partition: int) -> tuple[int, int]:
-    """(log start offset, high watermark) of a partition, read strongly consistently."""
-    head = meta.get(keys.log_pk(topic_id, partition), keys.HEAD_SK)
-    if head is None:
-        return 0, 0
-    return int(str(head["log_start_offset"])), int(str(head["next_offset"]))
 
 
 @dataclass(frozen=True)

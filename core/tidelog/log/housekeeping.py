@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from tidelog.log import collect, compaction, keys, retention, roll
-from tidelog.log.entries import LogEntry
+from tidelog.log.entries import LogEntry, without_leftovers
 from tidelog.log.topics import Topic, Topics
 from tidelog.storage import MetadataStore, ObjectStore
 
@@ -37,18 +37,6 @@ class Report:
 def partition_entries(meta: MetadataStore, topic_id: str, partition: int) -> list[LogEntry]:
     pk = keys.log_pk(topic_id, partition)
     return [LogEntry.from_item(i) for i in meta.query(pk, prefix=keys.INDEX_PREFIX)]
-
-
-def without_leftovers(entries: Iterable[LogEntry]) -> list[LogEntry]:
-    """The entries a reader would use: runs inside a segment's range are left out."""
-    out: list[LogEntry] = []
-    covered = -1
-    for entry in entries:
-        if entry.last_offset <= covered:
-            continue
-        out.append(entry)
-        covered = entry.last_offset
-    return out
 
 
 class Housekeeper:

@@ -17,14 +17,13 @@ from collections.abc import Callable, Sequence
 
 from tidelog.log import collect, keys
 from tidelog.log.entries import LogEntry
+from tidelog.log.head import Head, put_head
 from tidelog.storage import (
     Compare,
     ConditionFailedError,
     Delete,
     MetadataStore,
-    Put,
     Write,
-    all_of,
 )
 from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
 
@@ -82,27 +81,12 @@ def apply(
 def _delete_chunk(meta: MetadataStore, pk: str, chunk: Sequence[LogEntry], attempts: int) -> bool:
     new_start = chunk[-1].last_offset + 1
     for _ in range(attempts):
-        head = meta.get(pk, keys.HEAD_SK)
+        head = Head.from_item(meta.get(pk, keys.HEAD_SK))
         if head is None:
             raise ValueError(f"{pk} has segments but no head")
-        next_offset = int(str(head["next_offset"]))
-        old_start = int(str(head["log_start_offset"]))
-        if old_start >= new_start:
+        if head.log_start_offset >= new_start:
             return False  # another pass deleted them
-        writes: list[Write] = [
-            Put(
-                {
-                    "pk": pk,
-                    "sk": keys.HEAD_SK,
-                    "next_offset": next_offset,
-                    "log_start_offset": new_start,
-                },
-                all_of(
-                    Compare("next_offset", "=", next_offset),
-                    Compare("log_start_offset", "=", old_start),
-                ),
-            )
-        ]
+        writes: list[Write] = [put_head(pk, Head(new_start, head.next_offset), head)]
         writes += [
             Delete(pk, keys.index_sk(e.base_offset), Compare("object", "=", e.object_key))
             for e in chunk

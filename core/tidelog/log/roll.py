@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tidelog.log import collect, keys
-from tidelog.log.entries import LogEntry
+from tidelog.log.entries import LogEntry, split_leftovers
 from tidelog.log.scan import committed_batches
 from tidelog.log.segment import Segment, SegmentBuilder
 from tidelog.storage import (
@@ -57,15 +57,11 @@ def plan(
     settle_ms: int,
 ) -> RollPlan:
     """What to roll, given a partition's index entries in offset order (pure)."""
-    leftovers: list[LogEntry] = []
-    active: list[LogEntry] = []
-    covered = -1  # the last offset some segment holds
-    for entry in entries:
+    live, leftovers = split_leftovers(entries)
+    active: list[LogEntry] = []  # the runs after the last segment
+    for entry in live:
         if entry.is_segment:
-            covered = max(covered, entry.last_offset)
-            active.clear()  # a segment after runs: they were leftovers of an older roll
-        elif entry.last_offset <= covered:
-            leftovers.append(entry)
+            active.clear()
         else:
             active.append(entry)
     settled = []

@@ -99,14 +99,17 @@ def fetch_many(
         except TidelogError as exc:
             return exc
 
+    fetched: list[PartitionData | TidelogError] = list(_pool.map(one, wanted))
     while True:
-        fetched = list(_pool.map(one, wanted))
         total = sum(d.size for d in fetched if isinstance(d, PartitionData))
         if total >= min_bytes or time.monotonic() >= deadline:
             break
-        # Nothing new yet: sleep a little, then look again (each look is one head read per
-        # partition that has nothing; the ranged GETs happen only once there is data).
+        # Not enough yet: sleep a little, then look again at the partitions that had nothing
+        # (one head read each); what was already read is kept, not fetched again.
         time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+        empty = [i for i, d in enumerate(fetched) if isinstance(d, PartitionData) and not d.batches]
+        for i, data in zip(empty, _pool.map(one, [wanted[i] for i in empty]), strict=True):
+            fetched[i] = data
     return _shape(wanted, fetched, max_bytes, encoding)
 
 

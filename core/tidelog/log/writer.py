@@ -24,7 +24,7 @@ from tidelog.log.commit import (
     PartitionAppend,
     Sleep,
 )
-from tidelog.log.fetch import high_watermark
+from tidelog.log.head import high_watermark
 from tidelog.log.staging import Recovery, StagingArea, recover
 from tidelog.log.topics import Topic
 from tidelog.log.validate import ProducedBatch
