@@ -11,11 +11,12 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from tests.support.dynamodb_local import free_port
 
@@ -25,6 +26,10 @@ class DevProcess:
     process: subprocess.Popen[str]
     api_port: int
     aws_port: int
+    log: IO[str]
+    """Where its output goes: a file, never a pipe. Nobody reads a pipe while tests run, and
+    once its 64 KiB fill (a metrics line per request does that in a few hundred requests)
+    every handler blocks on ``print`` and the stack stops answering."""
 
     @property
     def api_url(self) -> str:
@@ -38,12 +43,16 @@ class DevProcess:
         """SIGTERM, then the exit code and everything it printed."""
         self.process.send_signal(signal.SIGTERM)
         try:
-            output, _ = self.process.communicate(timeout=timeout)
+            code = self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            output, _ = self.process.communicate()
-            return -9, output
-        return self.process.returncode, output
+            self.process.wait()
+            code = -9
+        return code, self.output()
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read()
 
 
 FAST_GROUPS = {
@@ -59,18 +68,19 @@ def start(*args: str, env: dict[str, str] | None = None, timeout: float = 60) ->
         command += ["--api-port", str(api_port)]
     if "--aws-port" not in args:
         command += ["--aws-port", str(aws_port)]
+    log = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 - lives with the process
     process = subprocess.Popen(
         command,
-        stdout=subprocess.PIPE,
+        stdout=log,
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, **(env or {})},
     )
-    dev = DevProcess(process, api_port, aws_port)
+    dev = DevProcess(process, api_port, aws_port, log)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"tidelog dev exited early:\n{process.communicate()[0]}")
+            raise RuntimeError(f"tidelog dev exited early:\n{dev.output()}")
         try:
             if get_json(f"{dev.api_url}/v1/health")[0] == 200:
                 return dev

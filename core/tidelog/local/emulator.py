@@ -25,6 +25,8 @@ from moto.moto_server.werkzeug_app import (
 )
 from werkzeug.serving import BaseWSGIServer, make_server
 
+from tidelog.local import rollback
+
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 # Step Functions that really execute. Lambda keeps moto's default (Docker) backend on purpose:
@@ -82,6 +84,7 @@ class Emulator:
         return f"http://{self.host}:{self.port}"
 
     def start(self) -> None:
+        rollback.install()  # transactions back up the items they touch, not the whole table
         app = LockedApp(DomainDispatcherApplication(create_backend_app))
         self._server = make_server(
             self.host, self._requested_port, app, threaded=True, request_handler=MotoRequestHandler

@@ -1,0 +1,104 @@
+"""moto's ``TransactWriteItems`` with a rollback that backs up only the items it touches.
+
+moto 5.2 deep-copies the whole table once per operation of every transaction, as the backup it
+restores if the transaction is cancelled. Measured on ``tidelog dev``'s own table: a 4-operation
+transaction took 14 ms on a small table and 945 ms after 5,000 unrelated items were added, and
+every produce commits one. Behind the emulator's global lock nothing else runs during a
+transaction, so the items it names are all a rollback can need: they are copied before it runs
+and put back if it fails, and the whole-table copy is made an identity.
+
+Installed once per process by the emulator (``install()``); the contract and atomicity suites
+run against it, so a moto upgrade that changes the transaction code fails them, not users.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from moto.dynamodb import models
+from moto.dynamodb.exceptions import MockValidationException
+from moto.dynamodb.models.dynamo_type import DynamoType
+from moto.dynamodb.models.table import Table
+
+_installed = threading.Lock()
+_Backup = list[tuple[Table, DynamoType, DynamoType | None, Any]]
+
+
+class _TablesAreNotCopied:
+    """Stands in for the ``copy`` module inside moto's DynamoDB models: a Table "copy" is the
+    table itself (its items are backed up one by one instead); everything else is copied."""
+
+    @staticmethod
+    def deepcopy(value: Any, memo: dict[int, Any] | None = None) -> Any:
+        return value if isinstance(value, Table) else copy.deepcopy(value, memo)
+
+
+def install() -> None:
+    with _installed:
+        backend = models.DynamoDBBackend
+        if getattr(backend.transact_write_items, "tidelog_item_rollback", False):
+            return
+        setattr(models, "copy", _TablesAreNotCopied)  # noqa: B010 - moto's module global
+        setattr(  # noqa: B010 - a method replaced on moto's class
+            backend, "transact_write_items", _with_item_rollback(backend.transact_write_items)
+        )
+
+
+def _with_item_rollback(original: Callable[[Any, list[dict[str, Any]]], None]) -> Any:
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        backup = _backup(self, transact_items)
+        try:
+            original(self, transact_items)
+        except BaseException:
+            _restore(backup)
+            raise
+
+    transact_write_items.tidelog_item_rollback = True  # type: ignore[attr-defined]
+    return transact_write_items
+
+
+def _backup(backend: Any, transact_items: list[dict[str, Any]]) -> _Backup:
+    """A copy of every item the transaction names (None where there is none), in order."""
+    backup: _Backup = []
+    for entry in transact_items:
+        if not isinstance(entry, dict) or len(entry) != 1:
+            continue  # moto refuses it before writing anything
+        ((op_type, op),) = entry.items()
+        table = backend.tables.get(op.get("TableName")) if isinstance(op, dict) else None
+        if table is None:
+            continue
+        key = _item_key(table, op_type, op)
+        if key is None:
+            continue
+        try:
+            hash_key, range_key = backend.get_keys_value(table, key)
+            current = table.get_item(hash_key, range_key)
+        except MockValidationException:
+            continue  # an invalid key: moto refuses the transaction before writing anything
+        backup.append((table, hash_key, range_key, copy.deepcopy(current)))
+    return backup
+
+
+def _item_key(table: Table, op_type: str, op: dict[str, Any]) -> dict[str, Any] | None:
+    if op_type != "Put":
+        key = op.get("Key")
+        return key if isinstance(key, dict) else None
+    attrs = op.get("Item")
+    if not isinstance(attrs, dict):
+        return None
+    names = [table.hash_key_attr, *([table.range_key_attr] if table.range_key_attr else [])]
+    return {n: attrs[n] for n in names if n in attrs}
+
+
+def _restore(backup: _Backup) -> None:
+    # Backwards, so that a key named twice (which moto refuses) ends as it was first found.
+    for table, hash_key, range_key, item in reversed(backup):
+        if item is None:
+            table.delete_item(hash_key, range_key)
+        elif range_key is not None:
+            table.items[hash_key][range_key] = item
+        else:
+            table.items[hash_key] = item
