@@ -1,7 +1,9 @@
 """Housekeeping functions, run on EventBridge schedules (and by ``tidelog dev`` on the same ones).
 
-maintain   roll, retention and compaction: rewrites the index, never deletes an object
-collect    garbage collection: the only code allowed to delete objects
+maintain   roll, retention and compaction of the partitions due: rewrites the index, never
+           deletes an object
+collect    garbage collection (``gc``: the queue and orphans; ``reconcile``: the daily full
+           pass): the only code allowed to delete objects
 
 The scheduled event is ``{"jobs": [...]}``; the answer is what each job did.
 """
@@ -15,7 +17,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from tidelog import runtime
 from tidelog.errors import InvalidRequestError
-from tidelog.log.housekeeping import MAINTENANCE_JOBS
+from tidelog.log.housekeeping import COLLECTION_JOBS, MAINTENANCE_JOBS
 
 logger = Logger(service="tidelog-housekeeping")
 metrics = Metrics(namespace="tidelog", service="housekeeping")
@@ -46,4 +48,4 @@ def maintain(event: dict[str, Any], context: Any) -> dict[str, Any]:
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def collect(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return _run(_jobs(event, ("gc",)))
+    return _run(_jobs(event, COLLECTION_JOBS))

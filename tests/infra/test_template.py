@@ -119,8 +119,9 @@ def test_housekeeping_runs_on_schedules(template):
     (maintain,) = schedules["MaintenanceFunction"]
     assert maintain.event == {"jobs": ["roll", "retention", "compaction"]}
     assert maintain.interval_s == 60
-    (collect,) = schedules["CollectorFunction"]
+    collect, reconcile = schedules["CollectorFunction"]
     assert (collect.event, collect.interval_s) == ({"jobs": ["gc"]}, 300)
+    assert (reconcile.event, reconcile.interval_s) == ({"jobs": ["reconcile"]}, 86400)
 
 
 def test_produce_writes_flush_objects_only(resources):
@@ -140,6 +141,7 @@ def test_produce_writes_flush_objects_only(resources):
         "log#*",
         "producers",
         "orphans",
+        "due#*",
     ]
 
 

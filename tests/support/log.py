@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tidelog.log.fetch import LogReader
-from tidelog.log.housekeeping import Housekeeper, Report
+from tidelog.log.housekeeping import JOBS, Housekeeper, Report
 from tidelog.log.staging import StagingArea
 from tidelog.log.topics import Topic, Topics
 from tidelog.log.validate import validate_batches
@@ -71,7 +71,7 @@ class TinyLog:
         return out
 
     def housekeep(self, *jobs: str) -> Report:
-        return self.keeper.run(jobs or ("roll", "retention", "compaction", "gc"))
+        return self.keeper.run(jobs or JOBS)
 
 
 def tiny_log(

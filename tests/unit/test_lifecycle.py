@@ -195,13 +195,14 @@ def test_unrecorded_orphans_are_reconciled_after_the_grace(tmp_path):
     log = tiny_log(tmp_path, grace_ms=1000)
     log.produce(0, [(None, b"kept")])
     log.objects.put("data/flush/2026010100/orphan", b"never committed")
-    log.housekeep("gc")
+    log.housekeep("reconcile")
     assert "data/flush/2026010100/orphan" in keys_of(log)
     log.clock.now += 1000  # the grace, but not S3's one-second resolution of LastModified
-    log.housekeep("gc")
+    log.housekeep("reconcile")
     assert "data/flush/2026010100/orphan" in keys_of(log)
     log.clock.now += 1000
-    assert log.housekeep("gc").objects_deleted == 1
+    assert log.housekeep("gc").objects_deleted == 0  # nothing recorded it: only reconciliation
+    assert log.housekeep("reconcile").objects_deleted == 1
     assert "data/flush/2026010100/orphan" not in keys_of(log)
     assert [r.value for r in log.fetch_all(0)] == [b"kept"]
 

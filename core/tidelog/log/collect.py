@@ -8,9 +8,16 @@ has passed, so a fetch that read an index item just before a roll can still GET 
   may have failed and left it in use).
 - **Orphans** (``("orphans", <key>)``): objects a writer or a job uploaded and never committed;
   collected the same way once ``recorded_ms`` + grace has passed.
-- **Reconciliation.** Every object under the log's prefixes is checked against the live set;
-  one nothing points at, older than the grace period and not waiting in the queue, is deleted
-  (the orphans of writers that died between PUT and commit, which nothing recorded).
+- **Reconciliation** (its own job, on a daily schedule). Every object under the log's prefixes
+  is checked against the live set of every topic; one nothing points at, older than the grace
+  period and not waiting in the queue, is deleted: the orphans of writers that died between PUT
+  and commit, which nothing recorded, and the data of deleted topics. It alone reads every
+  partition; ``collect`` reads only what is due.
+
+Whether an object is still in use is asked of the partitions that can point at it, not of the
+whole log: a segment names its partition in its key, a flush object lists its partitions in its
+footer. Index items of a deleted topic count as pointing (they may be read until the topic is
+gone for good); reconciliation, which knows only live topics, collects those objects.
 
 The grace period must outlast the longest window between a PUT and the commit that references
 it (a produce's, a roll's), and the longest fetch; the default hour does, by far.
@@ -26,15 +33,17 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tidelog.log import keys
+from tidelog.log import flushobject, keys
 from tidelog.log.entries import LogEntry
 from tidelog.log.topics import Topic
-from tidelog.storage import Delete, MetadataStore, ObjectStore, Put
+from tidelog.records import CorruptRecordError
+from tidelog.storage import Delete, MetadataStore, ObjectNotFoundError, ObjectStore, Put
 
 logger = logging.getLogger(__name__)
 
 GC_PK = "gc"
-LOG_PREFIXES = ("data/", "segments/")
+SEGMENTS_PREFIX = "segments/"
+LOG_PREFIXES = ("data/", SEGMENTS_PREFIX)
 LAST_MODIFIED_RESOLUTION_MS = 1000
 
 
@@ -51,7 +60,7 @@ def enqueue(meta: MetadataStore, object_keys: Iterable[str], due_ms: int) -> Non
 class Collected:
     deleted: int = 0  # objects deleted
     kept: int = 0  # queued or orphaned, but in use after all
-    live: int = 0  # objects the index points at
+    live: int = 0  # objects the index points at (reconciliation)
 
 
 def live_objects(meta: MetadataStore, topics: Iterable[Topic]) -> set[str]:
@@ -64,7 +73,54 @@ def live_objects(meta: MetadataStore, topics: Iterable[Topic]) -> set[str]:
     return live
 
 
-def collect(
+def partitions_of(objects: ObjectStore, key: str) -> list[tuple[str, int]] | None:
+    """The partitions whose index may point at ``key``; None if the object is gone."""
+    parts = key.split("/")
+    if parts[0] == SEGMENTS_PREFIX.rstrip("/") and len(parts) >= 3:
+        return [(parts[1], int(parts[2]))]
+    try:
+        data = objects.get(key)
+    except ObjectNotFoundError:
+        return None
+    try:
+        extents = flushobject.decode_footer(data)
+    except CorruptRecordError:
+        logger.warning("object %s has no readable footer: kept for reconciliation", key)
+        return []
+    return sorted({(e.topic_id, e.partition) for e in extents})
+
+
+def in_use(meta: MetadataStore, objects: ObjectStore, key: str) -> bool | None:
+    """Does an index item point at ``key``? None if the object is already gone."""
+    partitions = partitions_of(objects, key)
+    if partitions is None:
+        return None
+    if not partitions:
+        return True  # unknown partitions: only reconciliation may decide
+    for topic_id, partition in partitions:
+        for item in meta.query(keys.log_pk(topic_id, partition), prefix=keys.INDEX_PREFIX):
+            if key in LogEntry.from_item(item).objects:
+                return True
+    return False
+
+
+def collect(meta: MetadataStore, objects: ObjectStore, *, now_ms: int, grace_ms: int) -> Collected:
+    """Delete the due entries of the queue and the orphans past their grace period, unless in
+    use. Reads only those entries and the partitions they name."""
+    result = Collected()
+    for item in meta.query(GC_PK, hi=f"{now_ms:015d}$"):
+        _delete_unless_in_use(meta, objects, str(item["object"]), result)
+        meta.write(Delete(GC_PK, str(item["sk"])))
+    for item in meta.query(keys.ORPHANS_PK):
+        key = str(item["sk"])
+        if int(str(item["recorded_ms"])) + grace_ms > now_ms:
+            continue
+        _delete_unless_in_use(meta, objects, key, result)
+        meta.write(Delete(keys.ORPHANS_PK, key))
+    return result
+
+
+def reconcile(
     meta: MetadataStore,
     objects: ObjectStore,
     topics: Iterable[Topic],
@@ -72,27 +128,13 @@ def collect(
     now_ms: int,
     grace_ms: int,
 ) -> Collected:
+    """Delete every log object that no live topic points at, older than the grace period and
+    not waiting in the queue or as an orphan. Reads the whole index: run it rarely."""
     result = Collected()
     live = live_objects(meta, topics)
     result.live = len(live)
-    waiting: set[str] = set()
-
-    for item in meta.query(GC_PK):
-        key, due = str(item["object"]), int(str(item["sk"]).split("#", 1)[0])
-        if due > now_ms:
-            waiting.add(key)
-            continue
-        _delete_unless_live(objects, key, live, result)
-        meta.write(Delete(GC_PK, str(item["sk"])))
-
-    for item in meta.query(keys.ORPHANS_PK):
-        key = str(item["sk"])
-        if int(str(item["recorded_ms"])) + grace_ms > now_ms:
-            waiting.add(key)
-            continue
-        _delete_unless_live(objects, key, live, result)
-        meta.write(Delete(keys.ORPHANS_PK, key))
-
+    waiting = {str(item["object"]) for item in meta.query(GC_PK)}
+    waiting |= {str(item["sk"]) for item in meta.query(keys.ORPHANS_PK)}
     for prefix in LOG_PREFIXES:
         for info in objects.list(prefix):
             if info.key in live or info.key in waiting:
@@ -104,9 +146,12 @@ def collect(
     return result
 
 
-def _delete_unless_live(objects: ObjectStore, key: str, live: set[str], result: Collected) -> None:
-    if key in live:
+def _delete_unless_in_use(
+    meta: MetadataStore, objects: ObjectStore, key: str, result: Collected
+) -> None:
+    used = in_use(meta, objects, key)
+    if used:
         result.kept += 1
-        return
-    objects.delete(key)
-    result.deleted += 1
+    elif used is False:
+        objects.delete(key)
+        result.deleted += 1

@@ -5,8 +5,9 @@ offset) and the states of the idempotent producers involved, then *plans*: retri
 recognised and keep their original offsets, new ones get the next offsets, contiguous stored
 bytes become index items. The plans of a group of partitions are written in one DynamoDB
 transaction that compare-and-sets every head, creates every index item, updates every producer
-state and checks the topic still exists. A conflict (another writer moved a head) means: re-read,
-re-plan, retry; the object never changes, since offsets are not in it.
+state, marks the partition for housekeeping and checks the topic still exists. A conflict
+(another writer moved a head) means: re-read, re-plan, retry; the object never changes, since
+offsets are not in it.
 
 An attempt whose outcome is unknown (a timeout, or a condition failure that may be our own
 earlier attempt's success retried by botocore) is resolved by reading back: the index item at the
@@ -20,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tidelog.errors import ConflictError, RetriableError, TidelogError
-from tidelog.log import keys
+from tidelog.log import due, keys
 from tidelog.log.entries import LogEntry
 from tidelog.log.flushobject import Extent
 from tidelog.log.head import Head, put_head
@@ -130,6 +131,8 @@ class Plan:
                 appended_ms=appended_ms,
             )
             writes.append(Put(entry.to_item(pk), ItemAbsent()))
+        # Housekeeping visits only partitions marked so (tidelog.log.due).
+        writes.append(due.active(self.append.topic.name, *self.append.key, appended_ms))
         for old, new in self.states.values():
             condition = ItemAbsent() if old is None else Compare("version", "=", old.version)
             writes.append(

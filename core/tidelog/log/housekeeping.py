@@ -1,27 +1,32 @@
-"""The log's scheduled jobs, over every partition of every topic: roll, retention, compaction,
-then garbage collection. Each job is safe to run concurrently with produce, fetch and another
-run of itself: every index change is conditional on what it read.
+"""The log's scheduled jobs: roll, retention and compaction over the partitions that are due
+(``tidelog.log.due``), garbage collection of what they let go, and a rare reconciliation.
+
+A run's cost follows the work due: an idle partition is never read. Each job is safe to run
+concurrently with produce, fetch and another run of itself: every index change is conditional
+on what it read.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from tidelog.log import collect, compaction, keys, retention, roll
+from tidelog.log import collect, compaction, due, keys, retention, roll
 from tidelog.log.entries import LogEntry, without_leftovers
-from tidelog.log.topics import Topic, Topics
+from tidelog.log.topics import Topic, Topics, UnknownTopicError
 from tidelog.storage import MetadataStore, ObjectStore
 
 logger = logging.getLogger(__name__)
 
 MAINTENANCE_JOBS = ("roll", "retention", "compaction")
-JOBS = (*MAINTENANCE_JOBS, "gc")
+COLLECTION_JOBS = ("gc", "reconcile")
+JOBS = (*MAINTENANCE_JOBS, *COLLECTION_JOBS)
 
 
 @dataclass
 class Report:
+    partitions_visited: int = 0
     segments_rolled: int = 0
     leftovers_deleted: int = 0
     segments_deleted: int = 0
@@ -37,6 +42,50 @@ class Report:
 def partition_entries(meta: MetadataStore, topic_id: str, partition: int) -> list[LogEntry]:
     pk = keys.log_pk(topic_id, partition)
     return [LogEntry.from_item(i) for i in meta.query(pk, prefix=keys.INDEX_PREFIX)]
+
+
+def next_due_ms(
+    entries: Sequence[LogEntry],
+    configs: Mapping[str, str],
+    *,
+    now_ms: int,
+    settle_ms: int,
+) -> int | None:
+    """When a partition in this state next has housekeeping to do, or None if only new data
+    can give it any (pure). ``now_ms`` means work is left now (a pass lost a race)."""
+    policy = configs["cleanup.policy"].split(",")
+    segment_bytes, segment_ms = int(configs["segment.bytes"]), int(configs["segment.ms"])
+    retention_ms, retention_bytes = int(configs["retention.ms"]), int(configs["retention.bytes"])
+    rolls = roll.plan(
+        entries,
+        segment_bytes=segment_bytes,
+        segment_ms=segment_ms,
+        now_ms=now_ms,
+        settle_ms=settle_ms,
+    )
+    live = without_leftovers(entries)
+    if rolls.groups or rolls.leftovers:
+        return now_ms
+    if "delete" in policy and retention.plan(
+        live, retention_ms=retention_ms, retention_bytes=retention_bytes, now_ms=now_ms
+    ):
+        return now_ms
+    times: list[int] = []
+    segments = [e for e in live if e.is_segment]
+    last_segment = max((i for i, e in enumerate(live) if e.is_segment), default=-1)
+    active = live[last_segment + 1 :]  # the runs not yet rolled
+    if active:
+        times.append((active[0].appended_ms or 0) + segment_ms)
+        times += [
+            r.appended_ms + settle_ms
+            for r in active
+            if r.appended_ms is not None and r.appended_ms + settle_ms > now_ms
+        ]
+    if "delete" in policy and retention_ms >= 0 and live and live[0].is_segment:
+        times.append(live[0].max_timestamp + retention_ms + 1)
+    if "compact" in policy:
+        times += [e.delete_horizon_ms for e in segments if e.delete_horizon_ms is not None]
+    return min(times) if times else None
 
 
 class Housekeeper:
@@ -63,17 +112,63 @@ class Housekeeper:
         if unknown:
             raise ValueError(f"unknown jobs {sorted(unknown)}; choose from {JOBS}")
         report = Report()
-        topics = list(self._topics.list())
         if wanted & set(MAINTENANCE_JOBS):
-            for topic in topics:
-                for partition in range(topic.partitions):
-                    self.maintain(topic, partition, wanted, report)
+            self._maintain_due(wanted, report)
         if "gc" in wanted:
             collected = collect.collect(
-                self._meta, self._objects, topics, now_ms=self._clock_ms(), grace_ms=self._grace_ms
+                self._meta, self._objects, now_ms=self._clock_ms(), grace_ms=self._grace_ms
             )
             report.objects_deleted += collected.deleted
+        if "reconcile" in wanted:
+            reconciled = collect.reconcile(
+                self._meta,
+                self._objects,
+                list(self._topics.list()),
+                now_ms=self._clock_ms(),
+                grace_ms=self._grace_ms,
+            )
+            report.objects_deleted += reconciled.deleted
         return report
+
+    def _maintain_due(self, jobs: set[str], report: Report) -> None:
+        """Visit the partitions that are due. Only a pass of every maintenance job may consume
+        their marks and schedule the next visit; a partial one leaves them for the full one."""
+        full = set(MAINTENANCE_JOBS) <= jobs
+        topics: dict[str, Topic | None] = {}
+        for (name, topic_id, partition), marks in due.due_marks(
+            self._meta, self._clock_ms()
+        ).items():
+            if name not in topics:
+                topics[name] = self._topic(name)
+            topic = topics[name]
+            if topic is None or topic.topic_id != topic_id or partition >= topic.partitions:
+                if full:
+                    due.consume(self._meta, marks)  # the topic is gone: nothing to do
+                continue
+            self.maintain(topic, partition, jobs, report)
+            report.partitions_visited += 1
+            if full:
+                self._reschedule(topic, partition)
+                due.consume(self._meta, marks)
+
+    def _topic(self, name: str) -> Topic | None:
+        try:
+            return self._topics.get(name)
+        except UnknownTopicError:
+            return None
+
+    def _reschedule(self, topic: Topic, partition: int) -> None:
+        now = self._clock_ms()
+        when = next_due_ms(
+            partition_entries(self._meta, topic.topic_id, partition),
+            topic.effective_configs,
+            now_ms=now,
+            settle_ms=self._settle_ms,
+        )
+        if when is not None:
+            # Never at or before now: the marks being consumed are, and must stay distinct.
+            mark = due.Mark(topic.name, topic.topic_id, partition, max(when, now + 1), now)
+            self._meta.write(mark.put())
 
     def maintain(self, topic: Topic, partition: int, jobs: set[str], report: Report) -> None:
         tid = topic.topic_id

@@ -8,6 +8,8 @@ Metadata items (one table, ``pk``/``sk``)::
     ("log#<topic_id>#<partition>", "pid#<id>")      an idempotent producer's last five batches
     ("producers", "next-id")                        the producer id allocator
     ("orphans", <object key>)                       objects written but never committed
+    ("gc", "<due ms>#<object key>")                 the delayed deletion queue
+    ("due#<shard>", "<due ms>#<topic_id>#<p>")      a partition housekeeping must visit by then
 
 Objects: ``data/flush/<YYYYMMDDHH>/<uuid>`` (one per flush, many partitions).
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import re
 import time
+import zlib
 
 OFFSET_WIDTH = 20  # Kafka's segment file names: 20 digits
 HEAD_SK = "head"
@@ -23,6 +26,9 @@ INDEX_PREFIX = "idx#"
 PRODUCER_PREFIX = "pid#"
 PRODUCERS_PK = "producers"
 ORPHANS_PK = "orphans"
+DUE_PREFIX = "due#"
+DUE_SHARDS = 16  # spreads commits' marks over keys (DynamoDB: ~1,000 writes/s per key)
+DUE_WIDTH = 15  # milliseconds until the year 33658
 _LOG_PK = re.compile(r"log#([0-9a-f-]{36})#(\d+)")
 
 
@@ -56,3 +62,21 @@ def producer_sk(producer_id: int) -> str:
 def flush_object_key(written_ms: int, unique: str) -> str:
     hour = time.strftime("%Y%m%d%H", time.gmtime(written_ms / 1000))
     return f"data/flush/{hour}/{unique}"
+
+
+def due_pk(shard: int) -> str:
+    return f"{DUE_PREFIX}{shard:02d}"
+
+
+def due_shard(topic_id: str, partition: int) -> int:
+    return zlib.crc32(f"{topic_id}#{partition}".encode()) % DUE_SHARDS
+
+
+def due_sk(due_ms: int, topic_id: str, partition: int) -> str:
+    return f"{due_ms:0{DUE_WIDTH}d}#{topic_id}#{partition}"
+
+
+def due_until(now_ms: int) -> str:
+    """The highest due sort key at ``now_ms``: every ``due_sk(t, ...)`` with ``t <= now_ms``
+    sorts at or below it ('$' follows '#')."""
+    return f"{now_ms:0{DUE_WIDTH}d}$"

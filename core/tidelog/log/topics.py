@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from tidelog.errors import ConflictError, InvalidRequestError, NotFoundError
 from tidelog.log import configs as topic_configs
+from tidelog.log import due
 from tidelog.storage import (
     Compare,
     ConditionFailedError,
@@ -24,6 +25,7 @@ from tidelog.storage import (
     Put,
     all_of,
 )
+from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
 
 LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_NAME = 249
@@ -167,7 +169,16 @@ class Topics:
             if key not in topic_configs.CONFIGS:
                 raise topic_configs.InvalidConfigError(f"unknown topic config {key!r}")
         configs = {k: v for k, v in topic.configs.items() if k not in changes} | to_set
-        return self._replace(topic, replace(topic, configs=configs))
+        altered = self._replace(topic, replace(topic, configs=configs))
+        if altered.effective_configs != topic.effective_configs:
+            self._mark_due(altered)  # retention or cleanup may now be due at another time
+        return altered
+
+    def _mark_due(self, topic: Topic) -> None:
+        now = self._clock_ms()
+        marks = [due.active(topic.name, topic.topic_id, p, now) for p in range(topic.partitions)]
+        for start in range(0, len(marks), MAX_TRANSACTION_WRITES):
+            self._meta.transact(marks[start : start + MAX_TRANSACTION_WRITES])
 
     def add_partitions(self, name: str, count: object) -> Topic:
         topic = self.get(name)
