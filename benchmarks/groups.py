@@ -44,16 +44,25 @@ def _join(api: str, group: str, topic: str) -> str:
     return str(body["member_id"])
 
 
-def _beat(api: str, group: str, member: str) -> tuple[int, Any]:
-    return _call(
-        api, "POST", f"/v1/groups/{group}/members/{member}/heartbeat", {"generation_id": 0}
+def _beat(api: str, group: str, member: str, generations: dict[str, int]) -> tuple[int, Any]:
+    """A heartbeat naming the newest generation the member heard of: during a rebalance, that
+    joins it (as a consumer does once it has given its partitions up)."""
+    status, body = _call(
+        api,
+        "POST",
+        f"/v1/groups/{group}/members/{member}/heartbeat",
+        {"generation_id": generations.get(member, 0)},
     )
+    if status in (200, 409):
+        generations[member] = int(body["generation_id"])
+    return status, body
 
 
 def _until_stable(api: str, group: str, member: str, pause: float) -> Any:
     deadline = time.perf_counter() + 60
+    generations: dict[str, int] = {}
     while time.perf_counter() < deadline:
-        status, body = _beat(api, group, member)
+        status, body = _beat(api, group, member, generations)
         if status == 200:
             return body
         if status != 409:
@@ -75,11 +84,12 @@ def _death_to_reassigned(api: str, topic: str, partitions: int) -> float:
     members = [_join(api, group, topic), _join(api, group, topic)]
     deadline = time.perf_counter() + 60
     stable: dict[str, int] = {}
+    generations: dict[str, int] = {}
     while len(stable) < len(members):  # both heartbeat until both own their share
         if time.perf_counter() > deadline:
             raise RuntimeError(f"{group} never became Stable")
         for member in members:
-            status, body = _beat(api, group, member)
+            status, body = _beat(api, group, member, generations)
             if status not in (200, 409):
                 raise RuntimeError(f"heartbeat failed: {status} {body}")
             if status == 200:
@@ -89,7 +99,7 @@ def _death_to_reassigned(api: str, topic: str, partitions: int) -> float:
     died = time.perf_counter()  # the other member's last heartbeat
     while time.perf_counter() - died < 60:
         time.sleep(HEARTBEAT_S)
-        status, body = _beat(api, group, survivor)
+        status, body = _beat(api, group, survivor, generations)
         if status not in (200, 409):
             raise RuntimeError(f"the survivor's heartbeat failed: {status} {body}")
         owned = (

@@ -9,9 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import core, emulator, fetch, groups, produce, spark
+from benchmarks import core, emulator, fetch, groups, produce, scale, spark
 
-MODULES = [core, produce, fetch, groups, spark, emulator]
+MODULES = [core, produce, fetch, groups, spark, emulator, scale]
 OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 
 

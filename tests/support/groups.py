@@ -25,11 +25,17 @@ class QueuedRebalancer:
         self.started.append((group, generation, delay_ms))
 
     def run(self) -> list[dict[str, object]]:
+        """One pass over the started executions, as the state machine's Assign task runs them;
+        one still waiting at the join barrier stays queued for the next ``run``."""
         assert self.coordinator is not None
-        answers = []
+        answers, waiting = [], []
         while self.started:
-            group, generation, _ = self.started.pop(0)
-            answers.append(self.coordinator.assign(group, generation))
+            started = self.started.pop(0)
+            answer = self.coordinator.assign(started[0], started[1])
+            answers.append(answer)
+            if answer.get("waiting"):
+                waiting.append(started)
+        self.started[:0] = waiting
         return answers
 
 

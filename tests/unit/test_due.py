@@ -3,36 +3,15 @@ costs nothing, and no mark is ever lost (tidelog.log.due, Housekeeper)."""
 
 from __future__ import annotations
 
+from tests.support.counting import CountingStore
 from tests.support.log import T0, tiny_log
 
-from tidelog.log import collect, configs, due, keys
+from tidelog.log import collect, configs, due, keys, roll
 from tidelog.log.entries import LogEntry
 from tidelog.log.housekeeping import MAINTENANCE_JOBS, next_due_ms
 from tidelog.storage.memory import MemoryMetadataStore
 
 DAY = 86_400_000
-
-
-class CountingStore:
-    """A metadata store that counts the reads made through it."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.reads = 0
-
-    def get(self, pk, sk):
-        self.reads += 1
-        return self.inner.get(pk, sk)
-
-    def query(self, pk, **kwargs):
-        self.reads += 1
-        return self.inner.query(pk, **kwargs)
-
-    def write(self, op):
-        self.inner.write(op)
-
-    def transact(self, ops):
-        self.inner.transact(ops)
 
 
 def run(start, end, *, appended=None, segment=False, max_timestamp=T0, horizon=None):
@@ -101,6 +80,15 @@ def test_size_retention_left_undone_is_due_now():
     entries = [run(0, 9, segment=True), run(10, 19, segment=True)]
     when = next_due_ms(entries, effective(retention_bytes=100), now_ms=T0 + 7, settle_ms=0)
     assert when == T0 + 7
+
+
+def test_small_runs_roll_in_segments_of_at_most_a_thousand_runs():
+    runs = [run(i, i, appended=T0) for i in range(2500)]
+    plan = roll.plan(runs, segment_bytes=2**30, segment_ms=DAY, now_ms=T0 + 1, settle_ms=0)
+    assert [len(g) for g in plan.groups] == [roll.MAX_ACTIVE_RUNS, roll.MAX_ACTIVE_RUNS]
+    assert plan.groups[1][0].base_offset == 1000  # the last 500 wait for more, or segment.ms
+    when = next_due_ms(runs[2000:], effective(segment_ms=DAY), now_ms=T0 + 1, settle_ms=0)
+    assert when == T0 + DAY
 
 
 # ------------------------------------------------------------------ the housekeeper

@@ -131,8 +131,10 @@ def test_expired_sessions_are_found_by_the_next_operation():
     clock.now += 600
     coord.heartbeat("g", alive, 2)
     clock.now += 600  # the dead member's session is over, the live one's is not
-    with pytest.raises(RebalanceInProgressError):
+    with pytest.raises(RebalanceInProgressError) as caught:
         coord.heartbeat("g", alive, 2)
+    with pytest.raises(RebalanceInProgressError):
+        coord.heartbeat("g", alive, caught.value.generation)  # joins generation 3
     rebalancer.run()
     assert coord.heartbeat("g", alive, 3).assignment == (tp("t0", 0), tp("t0", 1))
     with pytest.raises(UnknownMemberError):
@@ -146,13 +148,15 @@ def test_new_and_growing_topics_rebalance_the_group():
     rebalancer.run()
     assert coord.heartbeat("g", member, 1).assignment == (tp("t0", 0),)
     topics.create("t1", 1, {})
-    with pytest.raises(RebalanceInProgressError):
-        coord.heartbeat("g", member, 1)
+    for generation in (1, 2):  # told of the rebalance, then joins it
+        with pytest.raises(RebalanceInProgressError):
+            coord.heartbeat("g", member, generation)
     rebalancer.run()
     assert coord.heartbeat("g", member, 2).assignment == (tp("t0", 0), tp("t1", 0))
     topics.add_partitions("t1", 2)
-    with pytest.raises(RebalanceInProgressError):
-        coord.heartbeat("g", member, 2)
+    for generation in (2, 3):
+        with pytest.raises(RebalanceInProgressError):
+            coord.heartbeat("g", member, generation)
     rebalancer.run()
     assert len(coord.heartbeat("g", member, 3).assignment) == 3
 
@@ -167,7 +171,18 @@ def test_cooperative_rebalancing_hands_partitions_over_in_two_generations():
     with pytest.raises(RebalanceInProgressError) as caught:
         coord.heartbeat("g", first, 1)
     assert len(caught.value.keep) == 4  # cooperative: keep consuming what you own
-    rebalancer.run()  # generation 2 revokes, generation 3 hands over
+    with pytest.raises(RebalanceInProgressError):
+        coord.heartbeat("g", first, 2)  # joins generation 2, still owning all four
+    rebalancer.run()  # generation 2 revokes two partitions; generation 3 will hand them over
+    with pytest.raises(RebalanceInProgressError) as caught:
+        coord.heartbeat("g", first, 2)
+    assert (caught.value.generation, len(caught.value.keep)) == (3, 2)  # give two up
+    rebalancer.run()
+    assert coord.describe("g").state == State.PREPARING_REBALANCE  # the barrier holds 3 back
+    for member in (first, second):
+        with pytest.raises(RebalanceInProgressError):
+            coord.heartbeat("g", member, 3)  # first has given its two up, and joins
+    rebalancer.run()
     group = coord.describe("g")
     assert (group.generation, group.state) == (3, State.STABLE)
     owners = {m: coord.heartbeat("g", m, 3).assignment for m in (first, second)}
@@ -212,7 +227,7 @@ def _produce(meta, topics, name, partition, count):
     )
 
 
-def test_commits_are_fenced_by_generation_and_never_go_back():
+def test_commits_are_fenced_by_member_and_generation_first_and_take_any_offset():
     coord, rebalancer, topics, _, meta = coordinator()
     topics.create("t0", 2, {})
     _produce(meta, topics, "t0", 0, 100)
@@ -228,20 +243,104 @@ def test_commits_are_fenced_by_generation_and_never_go_back():
         1,
         [OffsetCommit("t0", 0, 9), OffsetCommit("t0", 1, 1), OffsetCommit("t9", 0, 1)],
     )
-    assert back.error.kafka_error.name == "OFFSET_OUT_OF_RANGE"
-    assert beyond.error.kafka_error.name == "OFFSET_OUT_OF_RANGE"  # past the high watermark
+    assert (back.offset, back.error) == (9, None)  # Kafka's seek back and commit
+    assert (beyond.offset, beyond.error) == (1, None)  # the offset is the consumer's business
     assert missing.error.kafka_error.name == "UNKNOWN_TOPIC_OR_PARTITION"
+    with pytest.raises(IllegalGenerationError):  # fencing first, whatever the offsets say
+        coord.commit("g", member, 0, [OffsetCommit("t0", 0, -5), OffsetCommit("t9", 0, 1)])
+    with pytest.raises(UnknownMemberError):
+        coord.commit("g", "nobody", 1, [OffsetCommit("t0", 0, 10**12)])
     other = join(coord).member_id  # generation 2 is being prepared
     (during,) = coord.commit("g", member, 1, [OffsetCommit("t0", 0, 20)])
     assert during.offset == 20  # the last completed generation may still commit
     with pytest.raises(RebalanceInProgressError):
         coord.commit("g", other, 2, [OffsetCommit("t0", 0, 30)])
+    with pytest.raises(RebalanceInProgressError):
+        coord.heartbeat("g", member, 2)  # joins generation 2
     rebalancer.run()
     with pytest.raises(IllegalGenerationError):
         coord.commit("g", member, 1, [OffsetCommit("t0", 0, 30)])
     assert coord.committed("g")[("t0", 0)].offset == 20
     (large,) = coord.commit("g", member, 2, [OffsetCommit("t0", 0, 30, "x" * 5000)])
     assert large.error.kafka_error.name == "OFFSET_METADATA_TOO_LARGE"
+
+
+def test_a_consumer_below_the_log_start_may_commit_its_position():
+    coord, rebalancer, topics, _, meta = coordinator()
+    topics.create("t0", 1, {})
+    topic = topics.get("t0")
+    meta.write(
+        Put(
+            {
+                "pk": keys.log_pk(topic.topic_id, 0),
+                "sk": keys.HEAD_SK,
+                "next_offset": 100,
+                "log_start_offset": 80,  # retention took 0-79
+            }
+        )
+    )
+    member = join(coord).member_id
+    rebalancer.run()
+    coord.commit("g", member, 1, [OffsetCommit("t0", 0, 90)])
+    (behind,) = coord.commit("g", member, 1, [OffsetCommit("t0", 0, 42)])
+    assert (behind.offset, behind.error) == (42, None)
+    assert coord.committed("g")[("t0", 0)].offset == 42
+
+
+def test_the_join_barrier_holds_the_assignment_until_every_member_rejoined():
+    coord, rebalancer, topics, _, _ = coordinator()
+    topics.create("t0", 4, {})
+    a = join(coord, topics=("t0",)).member_id
+    b = join(coord, topics=("t0",)).member_id
+    with pytest.raises(RebalanceInProgressError):
+        coord.heartbeat("g", a, 2)  # a was in generation 1: it joins 2
+    rebalancer.run()
+    held = {m: set(coord.heartbeat("g", m, 2).assignment) for m in (a, b)}
+    c = join(coord, topics=("t0",)).member_id  # generation 3
+    assert rebalancer.run()[-1]["waiting"] is True  # a and b still consume generation 2
+    with pytest.raises(RebalanceInProgressError) as caught:
+        coord.heartbeat("g", a, 2)
+    assert caught.value.keep == []  # eager: give everything up, then join
+    with pytest.raises(RebalanceInProgressError):
+        coord.heartbeat("g", a, 3)
+    assert rebalancer.run()[-1]["waiting"] is True  # b has not given its partitions up
+    with pytest.raises(RebalanceInProgressError):
+        coord.heartbeat("g", c, 3)
+    assert held[b]  # b still owns what generation 2 gave it, until it joins generation 3
+    with pytest.raises(RebalanceInProgressError):
+        coord.heartbeat("g", b, 3)
+    answer = rebalancer.run()[-1]
+    assert (answer["waiting"], answer["stale"]) == (False, False)
+    owned = [tp for m in (a, b, c) for tp in coord.heartbeat("g", m, 3).assignment]
+    assert sorted(owned) == [tp("t0", p) for p in range(4)]
+
+
+def test_a_member_that_never_rejoins_is_removed_after_the_rebalance_timeout():
+    coord, rebalancer, topics, clock, _ = coordinator()
+    topics.create("t0", 2, {})
+    stuck = join(coord, topics=("t0",), session_timeout_ms=5000, rebalance_timeout_ms=800)
+    rebalancer.run()
+    fresh = join(coord, topics=("t0",), session_timeout_ms=5000, rebalance_timeout_ms=800)
+    clock.now += 700
+    with pytest.raises(RebalanceInProgressError):  # stuck keeps its session, never joins
+        coord.heartbeat("g", stuck.member_id, 1)
+    assert rebalancer.run()[-1]["waiting"] is True
+    clock.now += 101  # the rebalance timeout (800 ms) is over
+    answers = [(a["generation"], a["stale"], a["waiting"]) for a in rebalancer.run()]
+    # stuck is removed, which ends generation 2; fresh had joined 2, so it has joined 3 too:
+    # generation 3 is assigned at once, with no second round of joins.
+    assert answers == [(2, True, False), (3, False, False)]
+    with pytest.raises(UnknownMemberError):
+        coord.heartbeat("g", stuck.member_id, 1)
+    assert coord.heartbeat("g", fresh.member_id, 3).assignment == (tp("t0", 0), tp("t0", 1))
+
+
+def test_a_rebalance_timeout_below_the_session_timeout_is_valid():
+    coord, rebalancer, topics, _, _ = coordinator()
+    topics.create("t0", 1, {})
+    member = join(coord, session_timeout_ms=10_000, rebalance_timeout_ms=500).member_id
+    rebalancer.run()  # max.poll.interval.ms below session.timeout.ms: Kafka takes it
+    assert coord.heartbeat("g", member, 1).assignment == (tp("t0", 0),)
 
 
 def test_resets_only_while_the_group_is_empty():
@@ -277,11 +376,12 @@ def test_a_rebalance_that_never_started_is_started_over():
     member = join(coord, session_timeout_ms=60_000, rebalance_timeout_ms=60_000).member_id
     assert coord.describe("g").state == State.PREPARING_REBALANCE
     del rebalancer.start
-    clock.now += 30_000
-    with pytest.raises(RebalanceInProgressError):
-        coord.heartbeat("g", member, 1)
+    for _ in range(4):  # the rebalance timeout and a minute: the barrier might still wait
+        clock.now += 30_000
+        with pytest.raises(RebalanceInProgressError):
+            coord.heartbeat("g", member, 1)
     assert rebalancer.started == []
-    clock.now += 31_000
+    clock.now += 1_000
     with pytest.raises(RebalanceInProgressError) as caught:
         coord.heartbeat("g", member, 1)
     assert caught.value.generation == 2

@@ -82,14 +82,10 @@ def test_numbers_flags_and_the_connection():
     assert flag({"failOnDataLoss": "False"}, "failOnDataLoss", True) is False
     with pytest.raises(OptionError):
         flag({"failOnDataLoss": "no"}, "failOnDataLoss", True)
-    local = Connection.from_options({"cluster": "tidelog", "endpoint": "http://127.0.0.1:4566"}, {})
-    assert (local.bucket, local.table) == ("tidelog-databucket", "tidelog-MetadataTable")
     env = Connection.from_options(
         {}, {"TIDELOG_BUCKET": "b", "TIDELOG_TABLE": "t", "AWS_REGION": "eu-west-1"}
     )
     assert (env.bucket, env.table, env.region, env.endpoint) == ("b", "t", "eu-west-1", None)
-    with pytest.raises(OptionError, match="cluster option"):
-        Connection.from_options({}, {})
 
 
 def test_min_partitions_splits_in_proportion():

@@ -38,7 +38,9 @@ from tidelog.groups.model import (
     UnknownMemberError,
     expired_members,
     is_cooperative,
+    laggards,
     new_member,
+    rebalance_deadline_ms,
     rebalanced,
     select_protocol,
     stalled,
@@ -49,9 +51,7 @@ from tidelog.groups.model import (
 from tidelog.log.fetch import LogReader
 from tidelog.log.topics import Topics
 from tidelog.storage import (
-    Compare,
     ConditionFailedError,
-    ItemAbsent,
     MetadataStore,
     Put,
     Write,
@@ -63,6 +63,7 @@ logger = logging.getLogger(__name__)
 _ATTEMPTS = 30
 _EXPIRE_AT_ONCE = 90
 REBALANCE_STALL_MS = 60_000
+BARRIER_POLL_S = 1  # how long the state machine waits before asking the barrier again
 _T = TypeVar("_T")
 
 
@@ -169,6 +170,7 @@ class Coordinator:
                 group_instance_id=instance,
                 now_ms=now,
                 limits=self._limits,
+                joined_generation=group.generation + 1,  # the one its join starts
             )
             members = {
                 k: v
@@ -187,6 +189,7 @@ class Coordinator:
                 ):
                     # KIP-345: the same static member is back; it gets its partitions back
                     # under its new id, and nobody rebalances.
+                    members[member.member_id] = replace(member, joined_generation=group.generation)
                     assignment = group.current_assignment()
                     assert assignment is not None
                     moved = dict(assignment.members)
@@ -217,8 +220,10 @@ class Coordinator:
         return self._mutate(name, change)
 
     def heartbeat(self, name: str, member_id: str, generation: int) -> Heartbeat:
-        """Kafka's Heartbeat and SyncGroup in one: keeps the session alive and answers the
-        member's assignment once its generation is Stable."""
+        """Kafka's Heartbeat, JoinGroup and SyncGroup in one: keeps the session alive; during a
+        rebalance, a heartbeat naming the new generation joins it (the member has revoked its
+        partitions, eager, or those outside what it was told to keep, cooperative); once the
+        generation is Stable it answers the member's assignment."""
         validate_group_id(name)
         now = self._clock_ms()
         sizes = self._topic_sizes()
@@ -230,6 +235,10 @@ class Coordinator:
                     f"generation {generation} is ahead of the group's {group.generation}"
                 )
             alive = replace(member, heartbeat_ms=now)
+            if group.state in REBALANCING and generation == group.generation:
+                # The member names the new generation: it has given up what it had to, and
+                # joins (the join barrier counts it).
+                alive = replace(alive, joined_generation=generation)
             members = {**group.members, member_id: alive}
             assignment = group.current_assignment()
             if group.state == State.STABLE and assignment is not None:
@@ -277,17 +286,38 @@ class Coordinator:
     # -- the rebalance's task --------------------------------------------------------------
 
     def assign(self, name: str, generation: int) -> dict[str, object]:
-        """Compute and write generation ``generation``'s assignment, if it is still current."""
-        stale = {"group": name, "generation": generation, "stale": True}
+        """Compute and write generation ``generation``'s assignment, if it is still current and
+        every member has joined it. Until then the answer says to wait and ask again (the state
+        machine loops); a member that has not joined by the rebalance timeout is removed, as
+        Kafka removes it, which starts the next generation."""
+        answer: dict[str, object] = {
+            "group": name,
+            "generation": generation,
+            "stale": False,
+            "waiting": False,
+        }
+        stale = {**answer, "stale": True}
 
-        def completing(group: Group) -> tuple[Group, list[Write], bool]:
-            """The delay is over and the assignor runs: Kafka's CompletingRebalance."""
+        def completing(group: Group) -> tuple[Group, list[Write], str]:
+            """Everyone joined: the assignor runs (Kafka's CompletingRebalance)."""
             if group.generation != generation or group.state not in REBALANCING:
-                return group, [], False
-            return replace(group, state=State.COMPLETING_REBALANCE), [], True
+                return group, [], "stale"
+            late = laggards(group) if group.state == State.PREPARING_REBALANCE else []
+            if late:
+                now = self._clock_ms()
+                if now < rebalance_deadline_ms(group):
+                    return group, [], "wait"
+                logger.info("group %s: %s did not rejoin generation %d", name, late, generation)
+                members = {k: v for k, v in group.members.items() if k not in late}
+                protocol = select_protocol(members.values()) if members else None
+                return rebalanced(group, members, protocol, now), [], "stale"
+            return replace(group, state=State.COMPLETING_REBALANCE), [], "assign"
 
-        if not self._mutate(name, completing, expire=False):
+        step = self._mutate(name, completing, expire=False)
+        if step == "stale":
             return stale
+        if step == "wait":
+            return {**answer, "waiting": True, "wait_seconds": BARRIER_POLL_S}
         sizes = self._topic_sizes()
         follow_up: list[bool] = [False]
 
@@ -304,16 +334,13 @@ class Coordinator:
             )
             follow_up[0] = is_cooperative(group.protocol) and withheld(result, wanted)
             stable = replace(group, state=State.STABLE, assignment=assignment)
-            return (
-                stable,
-                [Put(items.assignment_item(name, assignment))],
-                {"group": name, "generation": generation, "stale": False},
-            )
+            return stable, [Put(items.assignment_item(name, assignment))], answer
 
-        answer = self._mutate(name, change, expire=False)
+        result = self._mutate(name, change, expire=False)
         if follow_up[0]:
-            # Cooperative rebalancing (KIP-429): partitions changing owner were held back; their
-            # old owners have given them up in this generation, the next one hands them over.
+            # Cooperative rebalancing (KIP-429): partitions changing owner were held back. The
+            # next generation hands them over, once every member has joined it: the barrier
+            # waits for their old owners to give them up (or to time out).
             self._mutate(
                 name,
                 lambda group: (
@@ -322,17 +349,22 @@ class Coordinator:
                     else (group, [], None)
                 ),
             )
-        return answer
+        return result
 
     # -- offsets ---------------------------------------------------------------------------
 
     def commit(
         self, name: str, member_id: str, generation: int, offsets: Sequence[OffsetCommit]
     ) -> list[CommitResult]:
+        """Kafka's OffsetCommit: the member and generation are checked first, for the whole
+        request; then each partition. Any offset is taken from a current member, lower ones
+        included (a consumer that seeks back commits its new position): fencing, not
+        monotonicity, is the protection."""
         validate_group_id(name)
         keys = [(o.topic, o.partition) for o in offsets]
         if len(set(keys)) != len(keys):
             raise InvalidRequestError("a partition is named twice in one commit")
+        self._fence_commit(self._expired(self.load(name)), member_id, generation)
         results: dict[tuple[str, int], CommitResult] = {}
         pending = []
         for commit in offsets:
@@ -355,16 +387,9 @@ class Coordinator:
                 f"metadata over {MAX_METADATA_BYTES} bytes", kafka_error="OFFSET_METADATA_TOO_LARGE"
             )
         try:
-            topic = self._topics.get(commit.topic)
-            topic.check_partition(commit.partition)
+            self._topics.get(commit.topic).check_partition(commit.partition)
         except TidelogError as exc:
             return exc
-        _, end = self._reader.head(topic.topic_id, commit.partition)
-        if not 0 <= commit.offset <= end:
-            return InvalidRequestError(
-                f"offset {commit.offset} is outside [0, {end}], the partition's offsets",
-                kafka_error="OFFSET_OUT_OF_RANGE",
-            )
         return None
 
     def _commit_chunk(
@@ -374,46 +399,27 @@ class Coordinator:
             group = self._expired(self.load(name))
             self._fence_commit(group, member_id, generation)
             now = self._clock_ms()
-            current = self.committed(name, [(c.topic, c.partition) for c in chunk])
-            results, writes = [], []
-            for commit in chunk:
-                before = current.get((commit.topic, commit.partition))
-                if before is not None and commit.offset < before.offset:
-                    results.append(
-                        CommitResult(
-                            commit.topic,
-                            commit.partition,
-                            error=InvalidRequestError(
-                                f"offset {commit.offset} is below the committed {before.offset}; "
-                                "committed offsets move back only by a reset",
-                                kafka_error="OFFSET_OUT_OF_RANGE",
-                            ),
-                        )
-                    )
-                    continue
-                results.append(CommitResult(commit.topic, commit.partition, commit.offset))
-                writes.append(
-                    Put(
-                        items.offset_item(
-                            name,
-                            Committed(
-                                commit.topic, commit.partition, commit.offset, commit.metadata, now
-                            ),
-                            generation=generation,
-                            member_id=member_id,
+            writes: list[Write] = [
+                Put(
+                    items.offset_item(
+                        name,
+                        Committed(
+                            commit.topic, commit.partition, commit.offset, commit.metadata, now
                         ),
-                        ItemAbsent() if before is None else Compare("offset", "=", before.offset),
+                        generation=generation,
+                        member_id=member_id,
                     )
                 )
-            if not writes:
-                return results
+                for commit in chunk
+            ]
             if not group.exists:  # Kafka creates a group on its first commit
                 writes.append(Put({"pk": items.GROUPS_PK, "sk": name}))
             try:
+                # Conditional on the group as fenced: a membership change in between refences.
                 self._meta.transact([items.meta_check(name, group), *writes])
             except ConditionFailedError:
-                continue  # the group or an offset moved: look again
-            return results
+                continue
+            return [CommitResult(c.topic, c.partition, c.offset) for c in chunk]
         raise RetriableError(f"group {name} kept changing under the commit; try again")
 
     def _fence_commit(self, group: Group, member_id: str, generation: int) -> None:

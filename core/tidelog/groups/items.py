@@ -77,6 +77,7 @@ def member_from_item(item: Mapping[str, object]) -> Member:
         group_instance_id=(
             None if item.get("group_instance_id") is None else str(item["group_instance_id"])
         ),
+        joined_generation=int_of(item.get("joined_generation", 0)),
     )
 
 
@@ -90,6 +91,7 @@ def member_item(name: str, member: Member) -> Item:
         "session_timeout_ms": member.session_timeout_ms,
         "rebalance_timeout_ms": member.rebalance_timeout_ms,
         "heartbeat_ms": member.heartbeat_ms,
+        "joined_generation": member.joined_generation,
     }
     if member.topic_pattern is not None:
         item["topic_pattern"] = member.topic_pattern

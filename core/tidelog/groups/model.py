@@ -94,6 +94,9 @@ class Member:
     rebalance_timeout_ms: int
     heartbeat_ms: int
     group_instance_id: str | None = None
+    joined_generation: int = 0
+    """The newest generation the member has joined: by joining, or by a heartbeat naming it
+    during the rebalance, which says it gave up what it must (Kafka's JoinGroup)."""
 
     def expired(self, now_ms: int) -> bool:
         return self.heartbeat_ms + self.session_timeout_ms < now_ms
@@ -194,6 +197,7 @@ def new_member(
     group_instance_id: str | None,
     now_ms: int,
     limits: Limits,
+    joined_generation: int = 0,
 ) -> Member:
     if bool(topics) == (topic_pattern is not None):
         raise InvalidRequestError("give either topics or topic_pattern")
@@ -215,8 +219,8 @@ def new_member(
             f"{limits.max_session_timeout_ms}]",
             kafka_error="INVALID_SESSION_TIMEOUT",
         )
-    if rebalance_timeout_ms < session_timeout_ms:
-        raise InvalidRequestError("rebalance_timeout_ms must be at least session_timeout_ms")
+    if rebalance_timeout_ms < 1:
+        raise InvalidRequestError("rebalance_timeout_ms must be positive")
     if group_instance_id is not None and not group_instance_id:
         raise InvalidRequestError("group_instance_id, when given, must not be empty")
     return Member(
@@ -228,6 +232,7 @@ def new_member(
         rebalance_timeout_ms=rebalance_timeout_ms,
         heartbeat_ms=now_ms,
         group_instance_id=group_instance_id,
+        joined_generation=joined_generation,
     )
 
 
@@ -294,18 +299,46 @@ def group_partitions(partitions: Iterable[TopicPartition]) -> list[dict[str, obj
 def rebalanced(
     group: Group, members: Mapping[str, Member], protocol: str | None, now_ms: int
 ) -> Group:
-    """The group after a membership change: the next generation, rebalancing (or Empty)."""
+    """The group after a membership change: the next generation, rebalancing (or Empty).
+
+    A member that had already joined the generation being replaced has given up what it had
+    to, and nothing was handed out since: it has joined the next one too. Members of a Stable
+    generation must all join again (the join barrier)."""
+    generation = group.generation + 1
+    carried = {
+        member_id: (
+            replace(member, joined_generation=generation)
+            if group.state in REBALANCING and member.joined_generation == group.generation
+            else member
+        )
+        for member_id, member in members.items()
+    }
     return replace(
         group,
         state=State.PREPARING_REBALANCE if members else State.EMPTY,
-        generation=group.generation + 1,
+        generation=generation,
         protocol=protocol if members else None,
-        members=dict(members),
+        members=carried,
         rebalance_ms=now_ms,
+    )
+
+
+def laggards(group: Group) -> list[str]:
+    """Members that have not joined the group's generation yet (the barrier waits for them)."""
+    return sorted(
+        m for m, member in group.members.items() if member.joined_generation < group.generation
+    )
+
+
+def rebalance_deadline_ms(group: Group) -> int:
+    """Kafka's rebalance timeout: the largest of the members', from the generation's start."""
+    return group.rebalance_ms + max(
+        (m.rebalance_timeout_ms for m in group.members.values()), default=0
     )
 
 
 def stalled(group: Group, now_ms: int, stall_ms: int) -> bool:
     """A rebalance whose assignment never came (its state machine could not be started, or
-    failed for good): the next heartbeat starts the generation over."""
-    return group.state in REBALANCING and now_ms - group.rebalance_ms > stall_ms
+    failed for good): ``stall_ms`` past the join barrier's deadline, the next heartbeat starts
+    the generation over."""
+    return group.state in REBALANCING and now_ms > rebalance_deadline_ms(group) + stall_ms

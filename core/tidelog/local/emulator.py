@@ -25,7 +25,7 @@ from moto.moto_server.werkzeug_app import (
 )
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from tidelog.local import rollback
+from tidelog.local import motofixes
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -84,7 +84,7 @@ class Emulator:
         return f"http://{self.host}:{self.port}"
 
     def start(self) -> None:
-        rollback.install()  # transactions back up the items they touch, not the whole table
+        motofixes.install()  # transactions and queries cost what they touch, not the table
         app = LockedApp(DomainDispatcherApplication(create_backend_app))
         self._server = make_server(
             self.host, self._requested_port, app, threaded=True, request_handler=MotoRequestHandler

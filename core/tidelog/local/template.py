@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from tidelog.clusters import DEFAULT_CLUSTER
+
 ACCOUNT_ID = "123456789012"  # moto's default account
 
 
@@ -105,7 +107,7 @@ class Template:
     """A parsed template plus the names its resources get in one local stack."""
 
     path: Path
-    stack_name: str = "tidelog"
+    stack_name: str = DEFAULT_CLUSTER
     region: str = "us-east-1"
     body: dict[str, Any] = field(init=False)
 

@@ -145,10 +145,10 @@ class Housekeeper:
                 if full:
                     due.consume(self._meta, marks)  # the topic is gone: nothing to do
                 continue
-            self.maintain(topic, partition, jobs, report)
+            entries = self.maintain(topic, partition, jobs, report)
             report.partitions_visited += 1
             if full:
-                self._reschedule(topic, partition)
+                self._reschedule(topic, partition, entries)
                 due.consume(self._meta, marks)
 
     def _topic(self, name: str) -> Topic | None:
@@ -157,10 +157,10 @@ class Housekeeper:
         except UnknownTopicError:
             return None
 
-    def _reschedule(self, topic: Topic, partition: int) -> None:
+    def _reschedule(self, topic: Topic, partition: int, entries: Sequence[LogEntry]) -> None:
         now = self._clock_ms()
         when = next_due_ms(
-            partition_entries(self._meta, topic.topic_id, partition),
+            entries,
             topic.effective_configs,
             now_ms=now,
             settle_ms=self._settle_ms,
@@ -170,12 +170,16 @@ class Housekeeper:
             mark = due.Mark(topic.name, topic.topic_id, partition, max(when, now + 1), now)
             self._meta.write(mark.put())
 
-    def maintain(self, topic: Topic, partition: int, jobs: set[str], report: Report) -> None:
+    def maintain(
+        self, topic: Topic, partition: int, jobs: set[str], report: Report
+    ) -> list[LogEntry]:
+        """Run ``jobs`` on one partition; its index entries as they are after. The index is
+        read once, and again only after a job changed it."""
         tid = topic.topic_id
         configs = topic.effective_configs
         policy = configs["cleanup.policy"].split(",")
+        entries = partition_entries(self._meta, tid, partition)
         if "roll" in jobs:
-            entries = partition_entries(self._meta, tid, partition)
             rolls = roll.plan(
                 entries,
                 segment_bytes=int(configs["segment.bytes"]),
@@ -199,10 +203,11 @@ class Housekeeper:
                 if done is None:
                     break  # another job moved the index: the next pass plans again
                 report.segments_rolled += 1
+            if rolls.leftovers or rolls.groups:
+                entries = partition_entries(self._meta, tid, partition)
         if "retention" in jobs and "delete" in policy:
-            entries = without_leftovers(partition_entries(self._meta, tid, partition))
             doomed = retention.plan(
-                entries,
+                without_leftovers(entries),
                 retention_ms=int(configs["retention.ms"]),
                 retention_bytes=int(configs["retention.bytes"]),
                 now_ms=self._clock_ms(),
@@ -216,14 +221,14 @@ class Housekeeper:
                     now_ms=self._clock_ms,
                     grace_ms=self._grace_ms,
                 )
+                entries = partition_entries(self._meta, tid, partition)
         if "compaction" in jobs and "compact" in policy:
-            entries = without_leftovers(partition_entries(self._meta, tid, partition))
             stats = compaction.compact(
                 self._meta,
                 self._objects,
                 tid,
                 partition,
-                entries,
+                without_leftovers(entries),
                 delete_retention_ms=int(configs["delete.retention.ms"]),
                 now_ms=self._clock_ms,
                 grace_ms=self._grace_ms,
@@ -231,3 +236,6 @@ class Housekeeper:
             report.segments_compacted += stats.segments_rewritten
             report.records_compacted += stats.records_removed
             report.skipped += stats.skipped
+            if stats.segments_rewritten:
+                entries = partition_entries(self._meta, tid, partition)
+        return entries

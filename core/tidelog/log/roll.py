@@ -3,8 +3,12 @@
 The unrolled runs after a partition's last segment are its *active segment*. Kafka rolls when the
 active segment is full (``segment.bytes``) or old (``segment.ms``); so does this, in the
 background: full groups of runs roll whenever they exist, the last partial group once its first
-run was committed ``segment.ms`` ago. A run younger than ``settle_ms`` is left alone, so a
-writer that lost a commit's response can still find its index item when it reads back.
+run was committed ``segment.ms`` ago, or once it holds ``MAX_ACTIVE_RUNS`` runs. That last rule
+is tidelog's own: each run is an index item that housekeeping reads, so a partition fed by small
+requests would otherwise pile up millions of them before reaching ``segment.bytes``; a segment
+smaller than ``segment.bytes`` is one Kafka allows too (the setting is a maximum). A run
+younger than ``settle_ms`` is left alone, so a writer that lost a commit's response can still
+find its index item when it reads back.
 
 A roll writes ``<base>.log``, ``.index`` and ``.timeindex`` (new keys, create-only), then swaps
 the index in transactions of at most 100 writes: the first replaces the first run's item with
@@ -40,6 +44,7 @@ from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
 logger = logging.getLogger(__name__)
 
 MAX_ROLL_BYTES = 128 * 1024 * 1024  # a roll is built in memory: Lambda's, or the host's
+MAX_ACTIVE_RUNS = 1000  # beyond this many settled runs, the active segment rolls early
 
 
 @dataclass(frozen=True)
@@ -74,13 +79,13 @@ def plan(
     current: list[LogEntry] = []
     size = 0
     for entry in settled:
-        if current and size + entry.size > limit:
+        if current and (size + entry.size > limit or len(current) >= MAX_ACTIVE_RUNS):
             groups.append(current)
             current, size = [], 0
         current.append(entry)
         size += entry.size
     if current:
-        full = size >= limit
+        full = size >= limit or len(current) >= MAX_ACTIVE_RUNS
         first_appended = current[0].appended_ms if current[0].appended_ms is not None else 0
         if full or now_ms - first_appended >= segment_ms:
             groups.append(current)

@@ -129,7 +129,9 @@ def _gather(spark: SparkSession, targets: list[tuple[str, int]], run: Job) -> Re
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tidelog.spark.jobs", description=__doc__.split("\n")[0])
     parser.add_argument("job", choices=["compact", "resegment"])
-    parser.add_argument("--cluster", help="the stack name (bucket and table names follow)")
+    parser.add_argument(
+        "--cluster", help="the stack name (default $TIDELOG_CLUSTER, else tidelog: the dev stack)"
+    )
     parser.add_argument("--bucket")
     parser.add_argument("--table")
     parser.add_argument("--region")

@@ -1,6 +1,7 @@
 """The options of the ``tidelog`` Spark format, parsed as Spark's Kafka source parses its own.
 
-Pure: no Spark, no AWS. Spark passes options case-insensitively; look them up through
+Pure but for finding a cluster's bucket and table by its stack (tidelog.clusters): no Spark.
+Spark passes options case-insensitively; look them up through
 :func:`option`, never by turning them into a plain dict.
 """
 
@@ -9,10 +10,26 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+from tidelog import clusters
 
 EARLIEST, LATEST = -2, -1  # Kafka's JSON sentinels in startingOffsets / endingOffsets
+
+Locator = Callable[[str, str, "str | None"], clusters.Location]  # (cluster, region, endpoint)
+
+
+def _locate(cluster: str, region: str, endpoint: str | None) -> clusters.Location:
+    def cloudformation() -> Any:
+        import boto3  # noqa: PLC0415 - only when the log must be found by its stack
+
+        return boto3.session.Session().client(
+            "cloudformation", region_name=region, endpoint_url=endpoint
+        )
+
+    return clusters.locate(cluster, endpoint=endpoint, cloudformation=cloudformation)
 
 
 class OptionError(ValueError):
@@ -38,20 +55,16 @@ class Connection:
 
     @classmethod
     def from_options(
-        cls, options: Mapping[str, str], environ: Mapping[str, str] = os.environ
+        cls,
+        options: Mapping[str, str],
+        environ: Mapping[str, str] = os.environ,
+        locate: Locator | None = None,
     ) -> Connection:
-        cluster = option(options, "cluster")
+        """Bucket and table as given (options, else ``$TIDELOG_BUCKET``/``$TIDELOG_TABLE``),
+        else those of the cluster named by the ``cluster`` option, ``$TIDELOG_CLUSTER`` or
+        the default, the dev stack (tidelog.clusters; ``locate`` stands in for it in tests)."""
         bucket = option(options, "bucket") or environ.get("TIDELOG_BUCKET")
         table = option(options, "table") or environ.get("TIDELOG_TABLE")
-        if cluster is not None:
-            # The names `tidelog dev` and the template give a stack called `cluster`.
-            bucket = bucket or f"{cluster.lower()}-databucket"
-            table = table or f"{cluster}-MetadataTable"
-        if not bucket or not table:
-            raise OptionError(
-                "say where the log is: the cluster option (the stack name), or bucket and "
-                "table (default $TIDELOG_BUCKET and $TIDELOG_TABLE)"
-            )
         region = (
             option(options, "region")
             or environ.get("AWS_REGION")
@@ -59,6 +72,13 @@ class Connection:
             or "us-east-1"
         )
         endpoint = option(options, "endpoint") or environ.get("AWS_ENDPOINT_URL")
+        if not bucket or not table:
+            cluster = clusters.cluster_name(option(options, "cluster"), environ)
+            try:
+                found = (locate or _locate)(cluster, region, endpoint)
+            except clusters.ClusterNotFoundError as exc:
+                raise OptionError(str(exc)) from exc
+            bucket, table = bucket or found.bucket, table or found.table
         return cls(region=region, bucket=bucket, table=table, endpoint=endpoint)
 
 
