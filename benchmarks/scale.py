@@ -40,6 +40,7 @@ LATENCY_REQUESTS = 1500
 SOAK_REQUESTS = 20_000
 SPEEDUP = "6"  # maintenance every 10 s, collection every 50 s
 SETTLE = {"TIDELOG_ROLL_SETTLE_MS": "0"}  # a filled topic has nothing due after one pass
+SOAK_GRACE = {"TIDELOG_GC_GRACE_MS": "10000"}
 
 
 def _post(api: str, path: str, body: dict[str, Any]) -> float:
@@ -116,7 +117,9 @@ def _reads_per_run(partitions: int) -> int:
 
 
 def _soak_dev(progress: Any) -> list[tuple[int, float]]:
-    dev = devserver.start("--schedule-speedup", SPEEDUP, env=SETTLE)
+    # Rolled-away objects are collected after 10 s, not an hour: the soak looks for memory
+    # that is never given back, not at data waiting out its grace period.
+    dev = devserver.start("--schedule-speedup", SPEEDUP, env={**SETTLE, **SOAK_GRACE})
     try:
         _post(dev.api_url, "/v1/topics", {"name": "soak", "partitions": 3})
         samples = []
@@ -221,5 +224,8 @@ def run(progress: Any = print) -> Section:
         "transaction), and `tidelog dev` reached 4.3 GB after 2,000 produces.",
         "The handler soak deletes the records it wrote from the in-memory stores at every "
         "sample: in Lambda they live in S3 and DynamoDB, not in the process.",
+        "The dev soak collects rolled-away objects after 10 s instead of the default hour: the "
+        "emulator keeps about 5 KB per S3 object and 2 KB per DynamoDB item in memory, so a "
+        "grace period's worth of single-record flush objects is data, not a leak.",
     ]
     return section

@@ -10,20 +10,57 @@ from __future__ import annotations
 
 import binascii
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import pybase64
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.middlewares.openapi_validation import (
+    OpenAPIRequestValidationMiddleware,
     OpenAPIResponseValidationMiddleware,
 )
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ConfigDict
+from aws_lambda_powertools.event_handler.openapi.params import Path
+from pydantic import BaseModel, BeforeValidator, ConfigDict, WithJsonSchema
 
 from tidelog.errors import KAFKA_ERRORS, InvalidRequestError, TidelogError
 
 logger = Logger(service="tidelog")
+
+
+def _integral(value: object) -> object:
+    """JSON has one number type, and JSON Schema calls 7.0 an integer: so does tidelog. 7.5,
+    "7" and true are not integers."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("Input should be a valid integer")
+    return value
+
+
+INTEGRAL = BeforeValidator(_integral)
+Integer = Annotated[int, INTEGRAL]
+"""An integer in a request body: an int, or a float with no fraction (nothing else). With
+constraints, write ``Annotated[int, Field(ge=0), api.INTEGRAL]``: constraints before the
+validator, or pydantic cannot document them as JSON Schema's minimum and maximum."""
+
+# Path parameters, documented and checked as their values can be: a topic name is Kafka's; a
+# group or member id is what the router takes in a path segment (over HTTP; the characters a
+# Kafka group id may hold beyond these are not reachable by path).
+# Kafka's Topic.validate: 1-249 of [a-zA-Z0-9._-], not "." or ".." (no look-ahead: pydantic's
+# regex engine has none).
+TOPIC_PATTERN = (
+    r"^([a-zA-Z0-9_-][a-zA-Z0-9._-]{0,248}"
+    r"|\.[a-zA-Z0-9_-][a-zA-Z0-9._-]{0,247}"
+    r"|\.\.[a-zA-Z0-9._-]{1,247})$"
+)
+ID_PATTERN = r"^[A-Za-z0-9._~()'!*:@,;=+&$-]{1,255}$"
+TopicName = Annotated[str, Path(pattern=TOPIC_PATTERN, description="the topic's name")]
+# In a body a topic name is documented with Kafka's rule but checked by the handler, so a bad
+# one is answered with Kafka's INVALID_TOPIC_EXCEPTION rather than a generic error.
+TopicField = Annotated[str, WithJsonSchema({"type": "string", "pattern": TOPIC_PATTERN})]
+GroupId = Annotated[str, Path(pattern=ID_PATTERN, description="the group id")]
+MemberId = Annotated[str, Path(pattern=ID_PATTERN, description="the member id join answered")]
 
 
 class RequestModel(BaseModel):
@@ -46,14 +83,46 @@ class _ResponseValidation(OpenAPIResponseValidationMiddleware):
         return checked
 
 
+class _RequestValidation(OpenAPIRequestValidationMiddleware):
+    """A route that takes a body takes JSON: a form or multipart body is refused (415) before
+    anything parses it. (Routes of raw batches take no body model; their handler reads it.)"""
+
+    def _get_body(self, app: Any) -> dict[str, Any]:
+        content_type = app.current_event.headers.get("content-type", "").strip()
+        if content_type and not content_type.lower().startswith("application/json"):
+            raise UnsupportedMediaTypeError(
+                f"send a JSON body (Content-Type: application/json), not {content_type}"
+            )
+        body: dict[str, Any] = super()._get_body(app)
+        return body
+
+
 def resolver() -> APIGatewayRestResolver:
     # An answer that fails its own model is a defect (500), not the client's bad request.
     app = APIGatewayRestResolver(enable_validation=True, response_validation_error_http_code=500)
-    # Powertools has no public hook for its response middleware; tests cover the swap.
+    # Powertools has no public hook for its validation middlewares; tests cover the swaps.
+    app._request_validation_middleware = _RequestValidation()  # type: ignore[no-untyped-call]
     app._response_validation_middleware = _ResponseValidation(has_response_validation_error=True)
     app.exception_handler(TidelogError)(_tidelog_error)
     app.exception_handler(RequestValidationError)(_invalid_request)
+    app.not_found(_no_route)
     return app
+
+
+def _no_route(exc: Exception) -> Response[str]:
+    """The gateway routed the request here, but no route of the function matches it: a path
+    parameter holds a character a route's parameter cannot ("/", "#", a quote...)."""
+    invalid = KAFKA_ERRORS["INVALID_REQUEST"]
+    return json_response(
+        400,
+        {
+            "error": invalid.name,
+            "error_code": invalid.code,
+            "message": "the path matches no route: a path parameter holds a character no topic, "
+            "group or member name can",
+            "retriable": False,
+        },
+    )
 
 
 def _tidelog_error(exc: TidelogError) -> Response[str]:
@@ -63,8 +132,11 @@ def _tidelog_error(exc: TidelogError) -> Response[str]:
 
 
 def _invalid_request(exc: RequestValidationError) -> Response[str]:
-    problems = "; ".join(_describe(error) for error in exc.errors())
-    invalid = KAFKA_ERRORS["INVALID_REQUEST"]
+    errors = list(exc.errors())
+    problems = "; ".join(_describe(error) for error in errors)
+    # A bad topic name in the path is Kafka's INVALID_TOPIC_EXCEPTION, as it is in a body.
+    topic_only = all(tuple(e.get("loc", ()))[:2] == ("path", "topic") for e in errors)
+    invalid = KAFKA_ERRORS["INVALID_TOPIC_EXCEPTION" if topic_only else "INVALID_REQUEST"]
     return json_response(
         400,
         {

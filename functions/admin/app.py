@@ -15,31 +15,43 @@ from typing import Annotated, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.metrics import MetricUnit
-from pydantic import BaseModel, Field, StrictInt
+from pydantic import BaseModel, Field
 
 from tidelog import api, runtime
-from tidelog.log.head import high_watermark
-from tidelog.log.topics import Topic
+from tidelog.log import configs as topic_configs
+from tidelog.log.head import high_watermarks
+from tidelog.log.topics import MAX_PARTITIONS, Topic
 
 app = api.resolver()
 logger = Logger(service="tidelog-admin")
 metrics = Metrics(namespace="tidelog", service="admin")
 
-ConfigValue = str | StrictInt
+ConfigValue = str | api.Integer
+
+
+# Kafka's topic configs by name (tidelog.log.configs); a value is checked by the handler.
+CONFIG_NAMES = {"propertyNames": {"enum": sorted(topic_configs.CONFIGS)}}
 
 
 class CreateTopic(api.RequestModel):
-    name: str
-    partitions: Annotated[StrictInt, Field(ge=1)] = 1
-    configs: dict[str, ConfigValue] = Field(default_factory=dict)
+    name: api.TopicField
+    partitions: Annotated[
+        int, Field(ge=1, json_schema_extra={"maximum": MAX_PARTITIONS}), api.INTEGRAL
+    ] = 1
+    configs: Annotated[dict[str, ConfigValue], Field(json_schema_extra=CONFIG_NAMES)] = Field(
+        default_factory=dict
+    )
 
 
 class AlterConfigs(api.RequestModel):
-    configs: dict[str, ConfigValue | None]
+    configs: Annotated[dict[str, ConfigValue | None], Field(json_schema_extra=CONFIG_NAMES)]
 
 
 class PartitionCount(api.RequestModel):
-    count: StrictInt
+    # Checked by the handler (INVALID_PARTITIONS); it must also exceed the current count.
+    count: Annotated[
+        api.Integer, Field(json_schema_extra={"minimum": 1, "maximum": MAX_PARTITIONS})
+    ]
 
 
 class PartitionOffsets(BaseModel):
@@ -75,7 +87,16 @@ def summary(topic: Topic) -> TopicSummary:
     )
 
 
-@app.post("/v1/topics", summary="Create a topic")
+@app.post(
+    "/v1/topics",
+    summary="Create a topic",
+    responses={
+        201: {
+            "description": "The topic, created",
+            "content": {"application/json": {"model": TopicSummary}},
+        }
+    },
+)
 def create_topic(body: CreateTopic) -> Response[str]:
     topic = runtime.topics().create(body.name, body.partitions, body.configs)
     metrics.add_metric(name="TopicsCreated", unit=MetricUnit.Count, value=1)
@@ -88,13 +109,15 @@ def list_topics() -> TopicList:
 
 
 @app.get("/v1/topics/<topic>", summary="Describe a topic and its partitions' offsets")
-def describe_topic(topic: str) -> TopicDescription:
+def describe_topic(topic: api.TopicName) -> TopicDescription:
     found = runtime.topics().get(topic)
-    meta = runtime.metadata_store()
-    partitions = []
-    for p in range(found.partitions):
-        start, end = high_watermark(meta, found.topic_id, p)
-        partitions.append(PartitionOffsets(partition=p, log_start_offset=start, high_watermark=end))
+    bounds = high_watermarks(
+        runtime.metadata_store(), [(found.topic_id, p) for p in range(found.partitions)]
+    )
+    partitions = [
+        PartitionOffsets(partition=p, log_start_offset=start, high_watermark=end)
+        for (_, p), (start, end) in bounds.items()
+    ]
     return TopicDescription(
         name=found.name,
         topic_id=found.topic_id,
@@ -104,17 +127,17 @@ def describe_topic(topic: str) -> TopicDescription:
 
 
 @app.delete("/v1/topics/<topic>", summary="Delete a topic")
-def delete_topic(topic: str) -> TopicSummary:
+def delete_topic(topic: api.TopicName) -> TopicSummary:
     return summary(runtime.topics().delete(topic))
 
 
 @app.patch("/v1/topics/<topic>/configs", summary="Change a topic's configs")
-def alter_configs(topic: str, body: AlterConfigs) -> TopicSummary:
+def alter_configs(topic: api.TopicName, body: AlterConfigs) -> TopicSummary:
     return summary(runtime.topics().alter_configs(topic, body.configs))
 
 
 @app.post("/v1/topics/<topic>/partitions", summary="Add partitions to a topic")
-def add_partitions(topic: str, body: PartitionCount) -> TopicSummary:
+def add_partitions(topic: api.TopicName, body: PartitionCount) -> TopicSummary:
     return summary(runtime.topics().add_partitions(topic, body.count))
 
 

@@ -14,10 +14,10 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.metrics import MetricUnit
-from pydantic import BaseModel, Field, StrictInt
+from pydantic import BaseModel, Field
 
 from tidelog import api, runtime
-from tidelog.errors import InvalidRequestError, TidelogError
+from tidelog.errors import TidelogError
 from tidelog.log import serve
 
 app = api.resolver()
@@ -25,8 +25,8 @@ logger = Logger(service="tidelog-fetch")
 metrics = Metrics(namespace="tidelog", service="fetch")
 
 Encoding = Literal["utf8", "base64"]
-MaxBytes = Annotated[StrictInt, Field(ge=1, le=serve.MAX_FETCH_BYTES)]
-MaxWait = Annotated[StrictInt, Field(ge=0, le=serve.MAX_WAIT_MS)]
+MaxBytes = Annotated[int, Field(ge=1, le=serve.MAX_FETCH_BYTES), api.INTEGRAL]
+MaxWait = Annotated[int, Field(ge=0, le=serve.MAX_WAIT_MS), api.INTEGRAL]
 
 
 class RecordHeader(BaseModel):
@@ -51,16 +51,16 @@ class PartitionRecords(BaseModel):
 
 
 class FetchPartition(api.RequestModel):
-    topic: str
-    partition: Annotated[StrictInt, Field(ge=0)]
-    offset: Annotated[StrictInt, Field(ge=0)]
+    topic: str  # any string: a bad name is that partition's error, as in Kafka
+    partition: Annotated[int, Field(ge=0), api.INTEGRAL]
+    offset: Annotated[int, Field(ge=0), api.INTEGRAL]
     max_bytes: MaxBytes = serve.DEFAULT_PARTITION_MAX_BYTES
 
 
 class MultiFetch(api.RequestModel):
     partitions: Annotated[list[FetchPartition], Field(min_length=1, max_length=1000)]
     max_wait_ms: MaxWait = 0
-    min_bytes: Annotated[StrictInt, Field(ge=0)] = 1
+    min_bytes: Annotated[int, Field(ge=0), api.INTEGRAL] = 1
     max_bytes: MaxBytes = serve.MAX_FETCH_BYTES
     encoding: Encoding = "utf8"
 
@@ -100,7 +100,7 @@ class OffsetAnswer(BaseModel):
     },
 )
 def fetch_records(
-    topic: str,
+    topic: api.TopicName,
     partition: int,
     *,
     offset: Annotated[int, Query(ge=0)],
@@ -141,10 +141,10 @@ def fetch_records(
 
 @app.post("/v1/fetch", summary="Fetch from many partitions in one request")
 def multi_fetch(body: MultiFetch) -> MultiFetchResult:
-    keys = [(p.topic, p.partition) for p in body.partitions]
-    if len(set(keys)) != len(keys):
-        raise InvalidRequestError("a partition is named twice in one fetch")
-    wanted = [serve.Wanted(p.topic, p.partition, p.offset, p.max_bytes) for p in body.partitions]
+    # A partition named twice is fetched once, from the last place named, as Kafka's broker
+    # reads a fetch's partitions into a map.
+    last = {(p.topic, p.partition): p for p in body.partitions}
+    wanted = [serve.Wanted(p.topic, p.partition, p.offset, p.max_bytes) for p in last.values()]
     answers = serve.fetch_many(
         runtime.log_reader(),
         runtime.topic_cache(),
@@ -187,7 +187,11 @@ def multi_fetch(body: MultiFetch) -> MultiFetchResult:
     "/v1/topics/<topic>/partitions/<partition>/offsets",
     summary="ListOffsets: the earliest, the latest, or the first offset at a time",
 )
-def list_offsets(topic: str, partition: int, at: Annotated[str, Query()]) -> OffsetAnswer:
+def list_offsets(
+    topic: api.TopicName,
+    partition: int,
+    at: Annotated[str, Query(pattern=r"^(earliest|latest|[0-9]{1,19})$")],
+) -> OffsetAnswer:
     found = runtime.topic_cache().get(topic, partition)
     found.check_partition(partition)
     offset, timestamp = serve.list_offset(runtime.log_reader(), found, partition, at)

@@ -16,9 +16,10 @@ from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from pydantic import BaseModel, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field
 
 from tidelog import api, runtime
+from tidelog.assignors import ASSIGNORS
 from tidelog.groups import lag
 from tidelog.groups.coordinator import JoinRequest, OffsetCommit
 from tidelog.groups.model import group_partitions
@@ -28,13 +29,35 @@ logger = Logger(service="tidelog-groups")
 metrics = Metrics(namespace="tidelog", service="groups")
 
 
+# Exactly one of topics and topic_pattern (the handler says which is wrong, if not).
+ONE_SUBSCRIPTION: dict[str, Any] = {
+    "oneOf": [
+        {
+            "required": ["topics"],
+            "properties": {"topics": {"minItems": 1}, "topic_pattern": {"type": "null"}},
+        },
+        {
+            "required": ["topic_pattern"],
+            "properties": {"topic_pattern": {"type": "string"}, "topics": {"maxItems": 0}},
+        },
+    ]
+}
+# Unknown assignors are Kafka's INCONSISTENT_GROUP_PROTOCOL, answered by the handler.
+KNOWN_ASSIGNORS: dict[str, Any] = {"items": {"enum": list(ASSIGNORS)}}
+
+
 class Join(api.RequestModel):
-    topics: list[str] = Field(default_factory=list)
-    topic_pattern: str | None = None
-    assignors: Annotated[list[str], Field(min_length=1)] = Field(default_factory=lambda: ["range"])
-    session_timeout_ms: StrictInt = 45_000
-    rebalance_timeout_ms: StrictInt = 300_000
-    group_instance_id: str | None = None
+    model_config = ConfigDict(extra="forbid", json_schema_extra=ONE_SUBSCRIPTION)
+
+    topics: list[api.TopicField] = Field(default_factory=list)
+    topic_pattern: Annotated[str | None, Field(json_schema_extra={"format": "regex"})] = None
+    assignors: Annotated[list[str], Field(min_length=1, json_schema_extra=KNOWN_ASSIGNORS)] = Field(
+        default_factory=lambda: ["range"]
+    )
+    session_timeout_ms: api.Integer = 45_000
+    rebalance_timeout_ms: api.Integer = 300_000
+    # The member id starts with it, and a member id travels in paths.
+    group_instance_id: Annotated[str, Field(pattern=api.ID_PATTERN, max_length=200)] | None = None
 
 
 class Joined(BaseModel):
@@ -44,7 +67,7 @@ class Joined(BaseModel):
 
 
 class HeartbeatBody(api.RequestModel):
-    generation_id: StrictInt
+    generation_id: api.Integer
 
 
 class TopicPartitions(BaseModel):
@@ -59,15 +82,15 @@ class HeartbeatAnswer(BaseModel):
 
 
 class CommitOffset(api.RequestModel):
-    topic: str
-    partition: Annotated[StrictInt, Field(ge=0)]
-    offset: Annotated[StrictInt, Field(ge=0)]
+    topic: str  # any string: a bad name is that partition's error, as in Kafka
+    partition: Annotated[int, Field(ge=0), api.INTEGRAL]
+    offset: Annotated[int, Field(ge=0), api.INTEGRAL]
     metadata: str = ""
 
 
 class Commit(api.RequestModel):
     member_id: str = ""
-    generation_id: StrictInt = -1
+    generation_id: api.Integer = -1
     offsets: Annotated[list[CommitOffset], Field(min_length=1, max_length=10_000)]
 
 
@@ -86,9 +109,9 @@ class Commits(BaseModel):
 
 class Reset(api.RequestModel):
     to: Literal["earliest", "latest", "timestamp", "offset"]
-    timestamp: Annotated[StrictInt, Field(ge=0)] | None = None
-    offset: Annotated[StrictInt, Field(ge=0)] | None = None
-    topics: list[str] = Field(default_factory=list)
+    timestamp: Annotated[int, Field(ge=0), api.INTEGRAL] | None = None
+    offset: Annotated[int, Field(ge=0), api.INTEGRAL] | None = None
+    topics: list[api.TopicField] = Field(default_factory=list)
 
 
 class CommittedOffset(BaseModel):
@@ -136,7 +159,7 @@ class GroupList(BaseModel):
 
 
 @app.post("/v1/groups/<group>/members", summary="Join a consumer group")
-def join(group: str, body: Join) -> Joined:
+def join(group: api.GroupId, body: Join) -> Joined:
     joined = runtime.coordinator().join(
         group,
         JoinRequest(
@@ -158,7 +181,7 @@ def join(group: str, body: Join) -> Joined:
     "/v1/groups/<group>/members/<member>/heartbeat",
     summary="Heartbeat: keep the session, learn the generation and the assignment",
 )
-def heartbeat(group: str, member: str, body: HeartbeatBody) -> HeartbeatAnswer:
+def heartbeat(group: api.GroupId, member: api.MemberId, body: HeartbeatBody) -> HeartbeatAnswer:
     beat = runtime.coordinator().heartbeat(group, member, body.generation_id)
     return HeartbeatAnswer(
         state=beat.state.value,
@@ -168,13 +191,13 @@ def heartbeat(group: str, member: str, body: HeartbeatBody) -> HeartbeatAnswer:
 
 
 @app.delete("/v1/groups/<group>/members/<member>", summary="Leave a consumer group")
-def leave(group: str, member: str) -> Joined:
+def leave(group: api.GroupId, member: api.MemberId) -> Joined:
     left = runtime.coordinator().leave(group, member)
     return Joined(member_id=member, generation_id=left.generation, state=left.state)
 
 
 @app.post("/v1/groups/<group>/offsets", summary="Commit offsets, fenced by generation")
-def commit(group: str, body: Commit) -> Commits:
+def commit(group: api.GroupId, body: Commit) -> Commits:
     results = runtime.coordinator().commit(
         group,
         body.member_id,
@@ -201,7 +224,7 @@ def commit(group: str, body: Commit) -> Commits:
 
 
 @app.get("/v1/groups/<group>/offsets", summary="Committed offsets, with lag in records and time")
-def offsets(group: str) -> Offsets:
+def offsets(group: api.GroupId) -> Offsets:
     rows = lag.committed_with_lag(
         runtime.coordinator(), runtime.topics(), runtime.log_reader(), group, runtime.clock_ms()
     )
@@ -209,7 +232,7 @@ def offsets(group: str) -> Offsets:
 
 
 @app.post("/v1/groups/<group>/offsets/reset", summary="Reset offsets while the group is empty")
-def reset(group: str, body: Reset) -> Offsets:
+def reset(group: api.GroupId, body: Reset) -> Offsets:
     runtime.coordinator().reset(
         group, body.to, topics=body.topics, timestamp=body.timestamp, offset=body.offset
     )
@@ -227,7 +250,7 @@ def list_groups() -> GroupList:
 
 
 @app.get("/v1/groups/<group>", summary="Describe a consumer group")
-def describe(group: str) -> GroupView:
+def describe(group: api.GroupId) -> GroupView:
     found = runtime.coordinator().describe(group)
     assignment = found.current_assignment()
     return GroupView(

@@ -12,12 +12,13 @@ from typing import Annotated, Any, Literal
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.metrics import MetricUnit
-from pydantic import BaseModel, Field, StrictInt
+from pydantic import BaseModel, Field
 
 from tidelog import api, runtime
 from tidelog.errors import TidelogError
 from tidelog.log.commit import AppendResult
 from tidelog.log.produce import (
+    MAX_JSON_TIMESTAMP,
     log_append_time,
     parse_json_records,
     parse_raw,
@@ -40,14 +41,17 @@ class JsonRecord(api.RequestModel):
     key: str | None = None
     value: str | None = None
     headers: list[Header] = Field(default_factory=list)
-    partition: StrictInt | None = None
-    timestamp: StrictInt | None = None
+    partition: api.Integer | None = None
+    timestamp: Annotated[
+        api.Integer | None,
+        Field(json_schema_extra={"minimum": 0, "maximum": MAX_JSON_TIMESTAMP}),  # INVALID_TIMESTAMP
+    ] = None
 
 
 class ProduceRecords(api.RequestModel):
-    records: list[JsonRecord]
+    records: Annotated[list[JsonRecord], Field(min_length=1)]
     encoding: Literal["utf8", "base64"] = "utf8"
-    expected_offset: Annotated[StrictInt, Field(ge=0)] | None = None
+    expected_offset: Annotated[int, Field(ge=0), api.INTEGRAL] | None = None
 
 
 class RecordOffset(BaseModel):
@@ -85,7 +89,7 @@ def _failed(error: TidelogError) -> RecordError:
 
 
 @app.post("/v1/topics/<topic>/records", summary="Produce JSON records")
-def produce_records(topic: str, body: ProduceRecords) -> ProduceResult:
+def produce_records(topic: api.TopicName, body: ProduceRecords) -> ProduceResult:
     records = parse_json_records(
         [r.model_dump(exclude_unset=True) for r in body.records], body.encoding
     )
@@ -138,7 +142,7 @@ def produce_records(topic: str, body: ProduceRecords) -> ProduceResult:
     summary="Produce Kafka record batches (application/vnd.kafka.record-batch)",
 )
 def produce_batches(
-    topic: str,
+    topic: api.TopicName,
     partition: int,
     expected_offset: Annotated[int | None, Query(ge=0)] = None,
 ) -> BatchesResult:

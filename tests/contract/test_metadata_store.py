@@ -43,6 +43,16 @@ def test_get_missing_is_none(meta):
     assert meta.get("p", "missing") is None
 
 
+def test_get_many_reads_what_exists_past_one_batch(meta):
+    for i in range(0, 250, 2):
+        meta.write(Put({"pk": f"p{i % 3}", "sk": f"s{i:03d}", "n": i}))
+    keys = [(f"p{i % 3}", f"s{i:03d}") for i in range(250)]  # 250 keys: three batches
+    found = meta.get_many(keys + keys[:5])  # a key named twice is read once
+    assert set(found) == {k for i, k in enumerate(keys) if i % 2 == 0}
+    assert found[("p1", "s004")]["n"] == 4
+    assert meta.get_many([]) == {}
+
+
 def test_put_replaces_the_whole_item(meta):
     meta.write(Put({"pk": "p", "sk": "s", "a": 1, "b": 2}))
     meta.write(Put({"pk": "p", "sk": "s", "a": 3}))

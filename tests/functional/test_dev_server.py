@@ -18,12 +18,26 @@ def test_health_and_cluster(dev):
     assert get_json(f"{dev.api_url}/v1/cluster")[1] == body  # kept, not regenerated
 
 
-def test_unknown_routes_answer_as_api_gateway(dev):
+def test_unknown_routes_answer_as_api_gateway_in_tidelogs_error_shape(dev):
+    # The template's GatewayResponses, rendered as API Gateway renders them.
     assert get_json(f"{dev.api_url}/v1/health", method="POST") == (
         403,
-        {"message": "Missing Authentication Token"},
+        {
+            "error": "SASL_AUTHENTICATION_FAILED",
+            "error_code": 58,
+            "message": "Missing Authentication Token",
+            "retriable": False,
+        },
     )
-    assert get_json(f"{dev.api_url}/nowhere")[0] == 403
+    status, body = get_json(f"{dev.api_url}/nowhere")
+    assert (status, body["error"]) == (403, "SASL_AUTHENTICATION_FAILED")
+    status, body = get_json(
+        f"{dev.api_url}/v1/topics",
+        method="POST",
+        body=b"\xff\xfe not UTF-8",
+        headers={"Content-Type": "application/json"},
+    )
+    assert (status, body["error"], body["retriable"]) == (400, "INVALID_REQUEST", False)
 
 
 def test_concurrent_requests_each_get_an_environment(dev):

@@ -18,6 +18,10 @@ class CountingStore:
         self.reads += 1
         return self.inner.get(pk, sk)
 
+    def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Item]:
+        self.reads += 1
+        return self.inner.get_many(keys)
+
     def query(self, pk: str, **kwargs: Any) -> Iterator[Item]:
         self.reads += 1
         return self.inner.query(pk, **kwargs)

@@ -16,6 +16,7 @@ from tidelog.groups.model import (
     NonEmptyGroupError,
     RebalanceInProgressError,
     State,
+    UnknownAssignorError,
     UnknownMemberError,
 )
 from tidelog.log import keys
@@ -194,10 +195,13 @@ def test_protocols_and_timeouts_are_checked():
     coord, _, topics, _, _ = coordinator()
     topics.create("t0", 1, {})
     join(coord, assignors=["range", "roundrobin"])
-    with pytest.raises(InconsistentProtocolError):
+    with pytest.raises(InconsistentProtocolError) as none_in_common:
         join(coord, assignors=["sticky"])
-    with pytest.raises(InconsistentProtocolError):
+    assert none_in_common.value.http_status == 409  # the group's state refuses it
+    with pytest.raises(UnknownAssignorError) as unknown:
         join(coord, assignors=["fastest"])
+    assert unknown.value.kafka_error.name == "INCONSISTENT_GROUP_PROTOCOL"
+    assert unknown.value.http_status == 400
     assert join(coord, assignors=["roundrobin"]).generation == 2
     assert coord.describe("g").protocol == "roundrobin"
     with pytest.raises(InvalidRequestError) as caught:
@@ -244,6 +248,8 @@ def test_commits_are_fenced_by_member_and_generation_first_and_take_any_offset()
         [OffsetCommit("t0", 0, 9), OffsetCommit("t0", 1, 1), OffsetCommit("t9", 0, 1)],
     )
     assert (back.offset, back.error) == (9, None)  # Kafka's seek back and commit
+    (twice,) = coord.commit("g", member, 1, [OffsetCommit("t0", 1, 7), OffsetCommit("t0", 1, 3)])
+    assert twice.offset == 3  # named twice: the last one wins, as in Kafka
     assert (beyond.offset, beyond.error) == (1, None)  # the offset is the consumer's business
     assert missing.error.kafka_error.name == "UNKNOWN_TOPIC_OR_PARTITION"
     with pytest.raises(IllegalGenerationError):  # fencing first, whatever the offsets say

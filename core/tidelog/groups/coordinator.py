@@ -361,9 +361,10 @@ class Coordinator:
         included (a consumer that seeks back commits its new position): fencing, not
         monotonicity, is the protection."""
         validate_group_id(name)
+        # A partition named twice is committed once, at the last offset named: Kafka's
+        # coordinator reads a commit's partitions into a map.
+        offsets = list({(o.topic, o.partition): o for o in offsets}.values())
         keys = [(o.topic, o.partition) for o in offsets]
-        if len(set(keys)) != len(keys):
-            raise InvalidRequestError("a partition is named twice in one commit")
         self._fence_commit(self._expired(self.load(name)), member_id, generation)
         results: dict[tuple[str, int], CommitResult] = {}
         pending = []
@@ -487,8 +488,12 @@ class Coordinator:
         out = []
         for topic_name in names:
             topic = self._topics.get(topic_name)
+            bounds_of = self._reader.heads([(topic.topic_id, p) for p in range(topic.partitions)])
             for partition in range(topic.partitions):
-                target = self._reset_target(topic.topic_id, partition, to, timestamp, offset)
+                bounds = bounds_of[(topic.topic_id, partition)]
+                target = self._reset_target(
+                    topic.topic_id, partition, bounds, to, timestamp=timestamp, offset=offset
+                )
                 reset = Committed(topic_name, partition, target, "", now)
                 out.append(reset)
                 writes.append(Put(items.offset_item(name, reset, generation=-1, member_id="")))
@@ -505,9 +510,16 @@ class Coordinator:
         return out
 
     def _reset_target(
-        self, topic_id: str, partition: int, to: str, timestamp: int | None, offset: int | None
+        self,
+        topic_id: str,
+        partition: int,
+        bounds: tuple[int, int],
+        to: str,
+        *,
+        timestamp: int | None,
+        offset: int | None,
     ) -> int:
-        start, end = self._reader.head(topic_id, partition)
+        start, end = bounds
         if to == "earliest":
             return start
         if to == "latest":

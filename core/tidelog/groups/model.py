@@ -69,7 +69,15 @@ class FencedInstanceError(ConflictError):
     default_kafka_error = "FENCED_INSTANCE_ID"
 
 
-class InconsistentProtocolError(InvalidRequestError):
+class InconsistentProtocolError(ConflictError):
+    """The member's assignors and the group's have none in common (the group's state)."""
+
+    default_kafka_error = "INCONSISTENT_GROUP_PROTOCOL"
+
+
+class UnknownAssignorError(InvalidRequestError):
+    """The request names no assignor, or one tidelog does not have."""
+
     default_kafka_error = "INCONSISTENT_GROUP_PROTOCOL"
 
 
@@ -207,10 +215,10 @@ def new_member(
         except re.error as exc:
             raise InvalidRequestError(f"topic_pattern is not a regular expression: {exc}") from exc
     if not assignors:
-        raise InconsistentProtocolError("name at least one assignor")
+        raise UnknownAssignorError("name at least one assignor")
     unknown = [a for a in assignors if a not in ASSIGNORS]
     if unknown:
-        raise InconsistentProtocolError(
+        raise UnknownAssignorError(
             f"unknown assignors {unknown}; tidelog has {', '.join(ASSIGNORS)}"
         )
     if not limits.min_session_timeout_ms <= session_timeout_ms <= limits.max_session_timeout_ms:

@@ -72,6 +72,7 @@ def start(
             stack.runtimes,
             binary_media_types=template.binary_media_types(),
             stage=str(template.resolve({"Ref": "StageName"})),
+            responses=template.gateway_responses(),
         )
         api = make_server(host, api_port, gateway, threaded=True)
     except BaseException:

@@ -28,7 +28,7 @@ from werkzeug.datastructures import Headers
 from werkzeug.wrappers import Request
 
 from tidelog.local.lambdas import FunctionRuntime
-from tidelog.local.template import Route
+from tidelog.local.template import GatewayResponse, Route
 
 log = logging.getLogger(__name__)
 
@@ -161,8 +161,11 @@ class Gateway:
         *,
         binary_media_types: Sequence[str],
         stage: str,
+        responses: Mapping[str, GatewayResponse] | None = None,
     ) -> None:
+        """``responses``: the template's GatewayResponses, the gateway's own answers."""
         self.router = Router(routes)
+        self.responses = dict(responses or {})
         self.runtimes = runtimes
         self.binary_media_types = list(binary_media_types)
         self.stage = stage
@@ -170,32 +173,51 @@ class Gateway:
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
         request = Request(environ)
         if (request.content_length or 0) > MAX_REQUEST_BYTES:
-            return _message(start_response, 413, "Request Too Long")
+            return self._own(start_response, "REQUEST_TOO_LARGE", "Request Too Long")
         body = request.get_data(cache=False)
         if len(body) > MAX_REQUEST_BYTES:
-            return _message(start_response, 413, "Request Too Long")
+            return self._own(start_response, "REQUEST_TOO_LARGE", "Request Too Long")
         match = self.router.match(request.method, request.path)
         if match is None:
-            return _message(start_response, 403, "Missing Authentication Token")
+            return self._own(
+                start_response, "MISSING_AUTHENTICATION_TOKEN", "Missing Authentication Token"
+            )
         try:
             event = proxy_event(
                 request, body, match, binary_media_types=self.binary_media_types, stage=self.stage
             )
         except UnicodeDecodeError:
-            return _message(
+            return self._own(
                 start_response,
-                400,
+                "BAD_REQUEST_BODY",
                 "Request body is not UTF-8 and its Content-Type is not a binary media type",
             )
         if _event_size(event) > MAX_LAMBDA_PAYLOAD:
-            return _message(start_response, 413, "Request Too Long")
+            return self._own(start_response, "REQUEST_TOO_LARGE", "Request Too Long")
         try:
             result = self.runtimes[match.route.function].invoke(event)
             status, headers, payload = self._response(result, request)
         except Exception:
             log.exception("%s %s failed in %s", request.method, request.path, match.route.function)
-            return _message(start_response, 502, "Internal server error")
+            return self._own(start_response, "INTEGRATION_FAILURE", "Internal server error")
         start_response(f"{status} {_reason(status)}", headers.to_wsgi_list())
+        return [payload]
+
+    def _own(self, start_response: StartResponse, kind: str, message: str) -> list[bytes]:
+        """An answer the gateway gives itself, from the template's GatewayResponses (the
+        specific type, else DEFAULT_4XX or DEFAULT_5XX by API Gateway's default status)."""
+        default_status = _DEFAULT_STATUS[kind]
+        response = self.responses.get(kind) or self.responses.get(
+            "DEFAULT_5XX" if default_status >= 500 else "DEFAULT_4XX"
+        )
+        status = response.status if response else default_status
+        payload = (
+            response.render(message) if response else json.dumps({"message": message}).encode()
+        )
+        start_response(
+            f"{status} {_reason(status)}",
+            [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))],
+        )
         return [payload]
 
     def _response(self, result: Any, request: Request) -> tuple[int, Headers, bytes]:
@@ -237,13 +259,13 @@ def _payload_size(result: dict[str, Any]) -> int:
     return len(json.dumps(result))
 
 
-def _message(start_response: StartResponse, status: int, message: str) -> list[bytes]:
-    payload = json.dumps({"message": message}).encode()
-    start_response(
-        f"{status} {_reason(status)}",
-        [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))],
-    )
-    return [payload]
+# API Gateway's status for each response type it answers with when the template sets none.
+_DEFAULT_STATUS = {
+    "REQUEST_TOO_LARGE": 413,
+    "MISSING_AUTHENTICATION_TOKEN": 403,
+    "BAD_REQUEST_BODY": 400,
+    "INTEGRATION_FAILURE": 502,
+}
 
 
 def _reason(status: int) -> str:

@@ -102,6 +102,19 @@ class StateMachineSpec:
     type: str = "STANDARD"
 
 
+@dataclass(frozen=True)
+class GatewayResponse:
+    """An answer API Gateway gives itself: its status and JSON body template (VTL)."""
+
+    status: int
+    template: str
+
+    def render(self, message: str) -> bytes:
+        """The body, as API Gateway renders it: ``$context.error.messageString`` is the
+        message, quoted."""
+        return self.template.replace("$context.error.messageString", json.dumps(message)).encode()
+
+
 @dataclass
 class Template:
     """A parsed template plus the names its resources get in one local stack."""
@@ -253,6 +266,16 @@ class Template:
 
     def routes(self) -> list[Route]:
         return [route for fn in self.functions() for route in fn.routes]
+
+    def gateway_responses(self) -> dict[str, GatewayResponse]:
+        """The API's own answers (no function reached), by API Gateway's response type."""
+        found: dict[str, GatewayResponse] = {}
+        for _, props in self._of_type("AWS::Serverless::Api"):
+            for kind, spec in (props.get("GatewayResponses") or {}).items():
+                found[kind] = GatewayResponse(
+                    int(spec["StatusCode"]), spec["ResponseTemplates"]["application/json"]
+                )
+        return found
 
     def binary_media_types(self) -> list[str]:
         types: list[str] = []

@@ -26,7 +26,7 @@ from tidelog.errors import RetriableError, TidelogError
 from tidelog.log import keys
 from tidelog.log.cache import ObjectCache
 from tidelog.log.entries import LogEntry
-from tidelog.log.head import high_watermark
+from tidelog.log.head import high_watermark, high_watermarks
 from tidelog.log.segment import INDEX_INTERVAL_BYTES, CorruptIndexError, OffsetIndex, TimeIndex
 from tidelog.records import CorruptRecordError, RecordBatch, iter_batches, with_base_offset
 from tidelog.storage import MetadataStore, ObjectNotFoundError, ObjectStore
@@ -111,6 +111,11 @@ class LogReader:
 
     def head(self, topic_id: str, partition: int) -> tuple[int, int]:
         return high_watermark(self._meta, topic_id, partition)
+
+    def heads(
+        self, partitions: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], tuple[int, int]]:
+        return high_watermarks(self._meta, partitions)
 
     def entries(self, topic_id: str, partition: int, offset: int) -> Iterator[LogEntry]:
         """Index entries from the one holding ``offset``, in offset order, each covering offsets

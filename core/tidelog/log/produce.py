@@ -39,6 +39,12 @@ class JsonRecord:
     timestamp: int | None
 
 
+# A JSON number holds an integer exactly up to 2^53 - 1 (JavaScript's, and most JSON parsers'
+# limit): the JSON API takes timestamps up to that, some 285,000 years. Raw batches carry
+# Kafka's full int64.
+MAX_JSON_TIMESTAMP = 2**53 - 1
+
+
 def log_append_time(topic: Topic, now_ms: int) -> int | None:
     return now_ms if topic.config("message.timestamp.type") == "LogAppendTime" else None
 
@@ -81,7 +87,7 @@ def _parse_record(index: int, raw: object, encoding: str) -> JsonRecord:
     if timestamp is not None:
         if isinstance(timestamp, bool) or not isinstance(timestamp, int):
             raise InvalidRequestError(f"{where}.timestamp must be an integer (ms)")
-        if not 0 <= timestamp < 2**63:
+        if not 0 <= timestamp <= MAX_JSON_TIMESTAMP:
             raise InvalidTimestampError(f"{where}.timestamp {timestamp} is out of range")
     headers_raw = raw.get("headers") or []
     if not isinstance(headers_raw, list):

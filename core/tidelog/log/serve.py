@@ -159,7 +159,7 @@ def list_offset(reader: LogReader, topic: Topic, partition: int, at: str) -> tup
         return log_start, -1
     if at == "latest":
         return high_watermark, -1
-    if not at.isdigit():
+    if not (at.isascii() and at.isdigit()):
         raise InvalidRequestError(
             f"at={at!r}: give earliest, latest, or a timestamp in milliseconds"
         )

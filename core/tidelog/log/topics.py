@@ -184,9 +184,10 @@ class Topics:
         topic = self.get(name)
         new_count = validate_partitions(count)
         if new_count <= topic.partitions:
-            raise InvalidPartitionsError(
+            raise ConflictError(  # the request is well formed; the topic's state refuses it
                 f"Topic currently has {topic.partitions} partitions, which is higher than or "
-                f"equal to the requested {new_count}."
+                f"equal to the requested {new_count}.",
+                kafka_error="INVALID_PARTITIONS",
             )
         return self._replace(topic, replace(topic, partitions=new_count))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
@@ -12,6 +13,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from tidelog.storage.boto import error_code, translate
 from tidelog.storage.errors import ConditionFailedError, StorageUnavailableError
 from tidelog.storage.metadata import (
+    MAX_BATCH_GET,
     All,
     AttrAbsent,
     Check,
@@ -28,6 +30,7 @@ from tidelog.storage.metadata import (
     check_transaction,
 )
 
+_BATCH_ATTEMPTS = 6  # UnprocessedKeys (throttling) asked again, with backoff
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
@@ -45,6 +48,33 @@ class DynamoMetadataStore:
         except (ClientError, BotoCoreError) as exc:
             raise translate(exc, f"GetItem {self.table} {pk}/{sk}") from exc
         return _decode(response["Item"]) if "Item" in response else None
+
+    def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Item]:
+        found: dict[tuple[str, str], Item] = {}
+        wanted = list(dict.fromkeys(keys))
+        for start in range(0, len(wanted), MAX_BATCH_GET):
+            pending: list[dict[str, Any]] = [
+                _key(pk, sk) for pk, sk in wanted[start : start + MAX_BATCH_GET]
+            ]
+            for attempt in range(_BATCH_ATTEMPTS):
+                if not pending:
+                    break
+                if attempt:
+                    time.sleep(min(1.0, 0.05 * 2**attempt))  # throttled: back off, ask again
+                request = {self.table: {"Keys": pending, "ConsistentRead": True}}
+                try:
+                    response = self._ddb.batch_get_item(RequestItems=request)
+                except (ClientError, BotoCoreError) as exc:
+                    raise translate(exc, f"BatchGetItem {self.table}") from exc
+                for raw in response.get("Responses", {}).get(self.table, []):
+                    item = _decode(raw)
+                    found[(str(item["pk"]), str(item["sk"]))] = item
+                pending = response.get("UnprocessedKeys", {}).get(self.table, {}).get("Keys", [])
+            if pending:
+                raise StorageUnavailableError(
+                    f"BatchGetItem {self.table}: {len(pending)} keys left unprocessed; retry"
+                )
+        return found
 
     def query(
         self,

@@ -81,6 +81,11 @@ class FaultyMetadataStore:
     def get(self, pk: str, sk: str) -> Item | None:
         return self.plan.run(f"GetItem {pk}/{sk}", lambda: self.inner.get(pk, sk), mutates=False)
 
+    def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Item]:
+        return self.plan.run(
+            f"BatchGetItem {len(keys)} keys", lambda: self.inner.get_many(keys), mutates=False
+        )
+
     def query(
         self,
         pk: str,

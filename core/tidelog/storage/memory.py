@@ -74,6 +74,10 @@ class MemoryMetadataStore:
         with self._lock:
             return copy.deepcopy(self._items.get((pk, sk)))
 
+    def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Item]:
+        with self._lock:
+            return {k: copy.deepcopy(self._items[k]) for k in keys if k in self._items}
+
     def query(
         self,
         pk: str,

@@ -18,6 +18,7 @@ from tidelog.storage.errors import InvalidStorageRequestError
 Item = Mapping[str, object]
 
 MAX_TRANSACTION_WRITES = 100
+MAX_BATCH_GET = 100
 MAX_ITEM_BYTES = 400 * 1024
 
 CompareOp = Literal["=", "<>", "<", "<=", ">", ">="]
@@ -112,6 +113,11 @@ Write = Put | Delete | Check
 class MetadataStore(Protocol):
     def get(self, pk: str, sk: str) -> Item | None:
         """The item at (pk, sk), read strongly consistent, or None."""
+        ...
+
+    def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Item]:
+        """The items at ``keys`` that exist, read strongly consistent, by key (DynamoDB's
+        BatchGetItem: one call per hundred keys)."""
         ...
 
     def query(
