@@ -90,17 +90,30 @@ def partitions_of(objects: ObjectStore, key: str) -> list[tuple[str, int]] | Non
     return sorted({(e.topic_id, e.partition) for e in extents})
 
 
-def in_use(meta: MetadataStore, objects: ObjectStore, key: str) -> bool | None:
-    """Does an index item point at ``key``? None if the object is already gone."""
+Live = dict[tuple[str, int], set[str]]  # a partition's live objects, read once per run
+
+
+def in_use(
+    meta: MetadataStore, objects: ObjectStore, key: str, live: Live | None = None
+) -> bool | None:
+    """Does an index item point at ``key``? None if the object is already gone. ``live``
+    keeps each partition's index as read, so a run reads it once however many objects ask."""
     partitions = partitions_of(objects, key)
     if partitions is None:
         return None
     if not partitions:
         return True  # unknown partitions: only reconciliation may decide
-    for topic_id, partition in partitions:
-        for item in meta.query(keys.log_pk(topic_id, partition), prefix=keys.INDEX_PREFIX):
-            if key in LogEntry.from_item(item).objects:
-                return True
+    live = {} if live is None else live
+    for partition in partitions:
+        if partition not in live:
+            pk = keys.log_pk(*partition)
+            live[partition] = {
+                o
+                for item in meta.query(pk, prefix=keys.INDEX_PREFIX)
+                for o in LogEntry.from_item(item).objects
+            }
+        if key in live[partition]:
+            return True
     return False
 
 
@@ -108,14 +121,15 @@ def collect(meta: MetadataStore, objects: ObjectStore, *, now_ms: int, grace_ms:
     """Delete the due entries of the queue and the orphans past their grace period, unless in
     use. Reads only those entries and the partitions they name."""
     result = Collected()
+    live: Live = {}
     for item in meta.query(GC_PK, hi=f"{now_ms:015d}$"):
-        _delete_unless_in_use(meta, objects, str(item["object"]), result)
+        _delete_unless_in_use(meta, objects, str(item["object"]), result, live)
         meta.write(Delete(GC_PK, str(item["sk"])))
     for item in meta.query(keys.ORPHANS_PK):
         key = str(item["sk"])
         if int(str(item["recorded_ms"])) + grace_ms > now_ms:
             continue
-        _delete_unless_in_use(meta, objects, key, result)
+        _delete_unless_in_use(meta, objects, key, result, live)
         meta.write(Delete(keys.ORPHANS_PK, key))
     return result
 
@@ -147,9 +161,9 @@ def reconcile(
 
 
 def _delete_unless_in_use(
-    meta: MetadataStore, objects: ObjectStore, key: str, result: Collected
+    meta: MetadataStore, objects: ObjectStore, key: str, result: Collected, live: Live
 ) -> None:
-    used = in_use(meta, objects, key)
+    used = in_use(meta, objects, key, live)
     if used:
         result.kept += 1
     elif used is False:
