@@ -142,7 +142,8 @@ def run(progress: Any = print) -> Section:
                 f"heartbeats every {HEARTBEAT_S * 1000:.0f} ms)",
                 f"{statistics.median(deaths):.0f} ms",
                 f"{max(deaths):.0f} ms",
-                "session timeout + the survivor's next heartbeat + a rebalance",
+                "session timeout + the survivor's next heartbeat, its join (one more) and a "
+                "barrier poll (1 s) + a rebalance",
             )
         )
     finally:
