@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tidelog.storage import ObjectExistsError, ObjectNotFoundError
+from tidelog.storage import ObjectExistsError, ObjectNotFoundError, put_new
 
 BODY = bytes(range(256)) * 4  # every byte value, 1 KiB
 
@@ -19,6 +19,14 @@ def test_put_is_create_only_by_default(objects):
     with pytest.raises(ObjectExistsError):
         objects.put("k", b"second")
     assert objects.get("k") == b"first"
+
+
+def test_put_new_takes_an_object_of_its_own_size_as_its_own_resend(objects):
+    put_new(objects, "fresh", BODY)
+    put_new(objects, "fresh", BODY)  # the SDK resent it: 412, yet the object is ours
+    with pytest.raises(ObjectExistsError):
+        put_new(objects, "fresh", BODY[:-1])
+    assert objects.get("fresh") == BODY
 
 
 def test_put_may_overwrite_when_asked(objects):

@@ -58,3 +58,11 @@ def test_reads_only_fail_before():
     assert inner.get("k2") == b"w"
     with pytest.raises(ObjectExistsError):
         FaultyObjectStore(inner, FaultPlan(SEED)).put("k2", b"again")
+
+
+def test_a_resent_put_lands_once_and_answers_like_the_resend():
+    inner = MemoryObjectStore(lambda: 0)
+    store = FaultyObjectStore(inner, FaultPlan(SEED, resent=1.0))
+    with pytest.raises(ObjectExistsError):
+        store.put("k", b"v")
+    assert inner.get("k") == b"v"

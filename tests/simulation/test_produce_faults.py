@@ -66,7 +66,7 @@ def batch(producer_id, sequence, count):
 def test_faults_and_crashes_lose_nothing_and_duplicate_nothing(seed, tmp_path):
     rng = random.Random(seed)
     meta, objects = MemoryMetadataStore(), MemoryObjectStore(lambda: T0)
-    plan = FaultPlan(seed, before=0.08, after=0.08)
+    plan = FaultPlan(seed, before=0.08, after=0.08, resent=0.05)
     faulty_meta = CrashingMetadata(meta, plan, rng, crash=0.05)
     faulty_objects = CrashingObjects(objects, plan, rng, crash=0.05)
     topic = Topics(meta, lambda: T0).create("faulty", 2, {})

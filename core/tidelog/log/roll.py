@@ -38,6 +38,7 @@ from tidelog.storage import (
     Put,
     Write,
     all_of,
+    put_new,
 )
 from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
 
@@ -118,9 +119,9 @@ def store_segment(
     write = _write_id()
     prefix = f"segments/{topic_id}/{partition}/{write}/{base_offset:0{keys.OFFSET_WIDTH}d}"
     log_key, index_key, time_key = f"{prefix}.log", f"{prefix}.index", f"{prefix}.timeindex"
-    objects.put(log_key, segment.log)
-    objects.put(index_key, segment.index)
-    objects.put(time_key, segment.timeindex)
+    put_new(objects, log_key, segment.log)
+    put_new(objects, index_key, segment.index)
+    put_new(objects, time_key, segment.timeindex)
     entry = LogEntry(
         base_offset=base_offset,
         last_offset=last_offset,

@@ -30,9 +30,9 @@ from tidelog.log.topics import Topic
 from tidelog.log.validate import ProducedBatch
 from tidelog.storage import (
     MetadataStore,
-    ObjectExistsError,
     ObjectStore,
     StorageUnavailableError,
+    put_new,
 )
 
 log = logging.getLogger(__name__)
@@ -138,12 +138,8 @@ class Writer:
     def _put(self, object_key: str, body: bytes) -> None:
         for attempt in range(self._put_attempts):
             try:
-                self._objects.put(object_key, body)
+                put_new(self._objects, object_key, body)  # finds an earlier attempt's object
                 return
-            except ObjectExistsError:
-                if attempt:  # our earlier attempt landed: the key is ours alone
-                    return
-                raise
             except StorageUnavailableError:
                 if attempt == self._put_attempts - 1:
                     raise

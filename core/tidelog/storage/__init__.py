@@ -22,7 +22,7 @@ from tidelog.storage.metadata import (
     all_of,
     any_of,
 )
-from tidelog.storage.objects import ObjectInfo, ObjectStore
+from tidelog.storage.objects import ObjectInfo, ObjectStore, put_new
 
 __all__ = [
     "AttrAbsent",
@@ -45,4 +45,5 @@ __all__ = [
     "Write",
     "all_of",
     "any_of",
+    "put_new",
 ]

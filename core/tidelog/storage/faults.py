@@ -2,7 +2,11 @@
 
 A fault strikes either *before* the call (nothing happened, the caller sees a retriable error)
 or *after* it (the write landed, yet the caller sees an ambiguous error, as after a timeout on a
-response that never arrived). Simulation tests print the seed so any failure can be replayed.
+response that never arrived). An object PUT may also be *resent*: it landed, its reply was lost,
+and the SDK's own retry sent it again, so the caller sees the second reply (412 for a conditional
+PUT). DynamoDB transactions need no such fault: botocore fills in their ClientRequestToken once
+for all its retries, and DynamoDB answers a resend as it answered the first.
+Simulation tests print the seed so any failure can be replayed.
 """
 
 from __future__ import annotations
@@ -22,18 +26,21 @@ T = TypeVar("T")
 
 @dataclass
 class FaultPlan:
-    """How often calls fail. ``before`` and ``after`` are probabilities per call."""
+    """How often calls fail. ``before``, ``after`` and ``resent`` are probabilities per call."""
 
     seed: int
     before: float = 0.0
     after: float = 0.0
+    resent: float = 0.0
 
     def __post_init__(self) -> None:
         self._random = random.Random(self.seed)  # noqa: S311 - replayable, not secret
         self._lock = threading.Lock()
         self.injected = 0
 
-    def run(self, what: str, call: Callable[[], T], *, mutates: bool) -> T:
+    def run(
+        self, what: str, call: Callable[[], T], *, mutates: bool, resendable: bool = False
+    ) -> T:
         with self._lock:
             roll = self._random.random()
         if roll < self.before:
@@ -45,6 +52,9 @@ class FaultPlan:
             raise StorageUnavailableError(
                 f"injected fault after {what} (seed {self.seed})", ambiguous=True
             )
+        if resendable and roll < self.before + self.after + self.resent:
+            self.injected += 1
+            return call()
         return result
 
 
@@ -55,7 +65,10 @@ class FaultyObjectStore:
 
     def put(self, key: str, body: bytes, *, if_absent: bool = True) -> None:
         self.plan.run(
-            f"PUT {key}", lambda: self.inner.put(key, body, if_absent=if_absent), mutates=True
+            f"PUT {key}",
+            lambda: self.inner.put(key, body, if_absent=if_absent),
+            mutates=True,
+            resendable=True,
         )
 
     def get(self, key: str, start: int = 0, end: int | None = None) -> bytes:

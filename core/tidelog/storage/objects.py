@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from tidelog.storage.errors import ObjectExistsError
+
 
 @dataclass(frozen=True, slots=True)
 class ObjectInfo:
@@ -48,3 +50,17 @@ class ObjectStore(Protocol):
 def check_range(start: int, end: int | None) -> None:
     if start < 0 or (end is not None and end < start):
         raise ValueError(f"invalid byte range [{start}, {end})")
+
+
+def put_new(objects: ObjectStore, key: str, body: bytes) -> None:
+    """Create the object at ``key``, a key that holds a fresh id and so is ours alone.
+
+    An object already there is one of our own sends that landed: the SDK resends a PUT whose
+    reply was lost, and the resend gets 412. A size that differs is not ours: the error stands.
+    """
+    try:
+        objects.put(key, body)
+    except ObjectExistsError:
+        existing = objects.head(key)
+        if existing is None or existing.size != len(body):
+            raise
