@@ -63,7 +63,7 @@ def _storage_rates(endpoint: str, label: str, threads: int) -> dict[str, float]:
 
 
 def run(progress: Any = print) -> Section:
-    server = dev.start("127.0.0.1", 0, 0)
+    server = dev.start("127.0.0.1", 0, 0, kafka_port=0)
     bare, bare_url = _unlocked_moto()
     section = Section(
         "The embedded stack",

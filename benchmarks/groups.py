@@ -120,7 +120,7 @@ def run(progress: Any = print) -> Section:
     )
     os.environ["TIDELOG_INITIAL_REBALANCE_DELAY_MS"] = "0"
     os.environ["TIDELOG_GROUP_MIN_SESSION_TIMEOUT_MS"] = "500"
-    server = dev.start("127.0.0.1", 0, 0)
+    server = dev.start("127.0.0.1", 0, 0, kafka_port=0)
     try:
         api = server.api_url
         topic = _topic(api, partitions=6)

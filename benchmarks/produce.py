@@ -14,6 +14,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import uuid
@@ -155,44 +156,16 @@ def _import_ms() -> float:
 def _handler_cpu_ms(body: bytes) -> float:
     """CPU per request of the produce handler on in-memory stores: validation, staging,
     object assembly and commit planning, with no AWS call in the way."""
-    code = f"""
-import base64, json, os, sys, tempfile, time
-sys.path.insert(0, {str(ROOT / "core")!r})
-os.environ.update(TIDELOG_TABLE="t", TIDELOG_BUCKET="b", TIDELOG_STAGING_DIR=tempfile.mkdtemp())
-from tidelog import runtime
-from tidelog.storage.memory import MemoryMetadataStore, MemoryObjectStore
-meta, objects = MemoryMetadataStore(), MemoryObjectStore(lambda: 0)
-runtime.metadata_store = lambda: meta
-runtime.object_store = lambda: objects
-import importlib.util
-spec = importlib.util.spec_from_file_location("app", {str(ROOT / "functions/produce/app.py")!r})
-app = importlib.util.module_from_spec(spec); sys.modules["app"] = app; spec.loader.exec_module(app)
-runtime.topics().create("t", 1, {{"max.message.bytes": 8388608}})
-body = open({str(ROOT / ".bench-batch")!r}, "rb").read()
-event = json.load(open({str(ROOT / "tests/functional/events/get_cluster.json")!r}))
-event.update(resource="/v1/topics/{{topic}}/partitions/{{partition}}/batches",
-             path="/v1/topics/t/partitions/0/batches", httpMethod="POST",
-             headers={{"Content-Type": "application/vnd.kafka.record-batch"}},
-             multiValueHeaders=None, pathParameters={{"topic": "t", "partition": "0"}},
-             body=base64.b64encode(body).decode(), isBase64Encoded=True)
-class Context:
-    function_name = "produce"; memory_limit_in_mb = 1024; aws_request_id = "r"
-    invoked_function_arn = "arn:aws:lambda:us-east-1:1:function:produce"
-    def get_remaining_time_in_millis(self): return 10000
-for _ in range(3):
-    app.handler(event, Context())
-start = time.process_time()
-for _ in range(20):
-    assert app.handler(event, Context())["statusCode"] == 200
-print((time.process_time() - start) / 20 * 1000)
-"""
-    (ROOT / ".bench-batch").write_bytes(body)
-    try:
+    with tempfile.NamedTemporaryFile(suffix=".batch") as batch:
+        batch.write(body)
+        batch.flush()
         result = subprocess.run(
-            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+            [sys.executable, "-m", "benchmarks.inprocess", "cpu", batch.name],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
         )
-    finally:
-        (ROOT / ".bench-batch").unlink()
     return float(result.stdout.strip().splitlines()[-1])
 
 
@@ -204,7 +177,7 @@ def run(progress: Any = print) -> Section:
         ("measurement", "baseline", "tidelog", "ratio / target"),
     )
     body = batch_bytes(1000)  # 1,000 records of 1 KiB: a ~1 MiB request
-    lambda_mode = dev.start("127.0.0.1", 0, 0, flush_ms=0)
+    lambda_mode = dev.start("127.0.0.1", 0, 0, flush_ms=0, kafka_port=0)
     try:
         progress("  throughput, a flush per request")
         ours, raw = _throughput(lambda_mode, body, 20)
@@ -221,7 +194,7 @@ def run(progress: Any = print) -> Section:
         lambda_puts = _puts_per_gib(lambda_mode, small, 8, 96)
     finally:
         lambda_mode.stop()
-    grouped = dev.start("127.0.0.1", 0, 0, flush_ms=10)
+    grouped = dev.start("127.0.0.1", 0, 0, flush_ms=10, kafka_port=0)
     try:
         progress("  PUTs per GiB, group commit")
         group_puts = _puts_per_gib(grouped, small, 8, 96)

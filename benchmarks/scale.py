@@ -26,7 +26,7 @@ from tests.support import devserver
 from tests.support.counting import CountingStore
 from tests.support.log import tiny_log
 
-from benchmarks.handler_soak import rss_mb
+from benchmarks.inprocess import rss_mb
 from benchmarks.report import Section
 from tidelog.local.stack import aws_client
 from tidelog.log import due
@@ -141,7 +141,7 @@ def _soak_dev(progress: Any) -> list[tuple[int, float]]:
 
 def _soak_handler() -> list[tuple[int, float]]:
     result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.handler_soak", str(SOAK_REQUESTS)],
+        [sys.executable, "-m", "benchmarks.inprocess", "soak", str(SOAK_REQUESTS)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -10,12 +10,15 @@ global state.
 from __future__ import annotations
 
 import copy
+import gc
+import weakref
 
 import pytest
 from moto.dynamodb.exceptions import MultipleTransactionsException, TransactionCanceledException
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Item, Table
+from moto.s3.models import S3Backend
 
 from tidelog.local import motofixes
 
@@ -174,3 +177,25 @@ def test_key_queries_never_read_other_partitions(backend):
     with pytest.raises(AssertionError):
         query(backend, original=True)  # the poison works: moto's own path meets it
     assert [item["sk"] for item in query(backend)] == [{"S": "b"}, {"S": "c"}]
+
+
+def test_moto_keeps_no_item_it_has_overwritten_or_deleted(backend):
+    table = backend.get_table("t")
+    key = (DynamoType({"S": "p"}), DynamoType({"S": "b"}))
+    first = weakref.ref(table.get_item(*key))
+    backend.put_item("t", {"pk": {"S": "p"}, "sk": {"S": "b"}, "n": {"N": "9"}})
+    second = weakref.ref(table.get_item(*key))
+    backend.delete_item("t", {"pk": {"S": "p"}, "sk": {"S": "b"}})
+    gc.collect()
+    assert first() is None
+    assert second() is None
+
+
+def test_moto_keeps_no_s3_key_it_has_deleted():
+    motofixes.install()
+    s3 = S3Backend("us-east-1", "123456789012")
+    s3.create_bucket("tidelog-test", "us-east-1")
+    key = weakref.ref(s3.put_object("tidelog-test", "k", b"body"))
+    s3.delete_object("tidelog-test", "k")
+    gc.collect()
+    assert key() is None

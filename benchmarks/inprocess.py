@@ -1,0 +1,154 @@
+"""The produce function's handler called in-process on in-memory stores, as a Lambda
+environment calls it: no HTTP, no AWS call in the way. Benchmarks run it in an interpreter of
+their own, so nothing else is counted:
+
+- ``python -m benchmarks.inprocess soak REQUESTS`` prints one JSON line of
+  ``[requests served, RSS MB]`` samples over single-record JSON produces;
+- ``python -m benchmarks.inprocess cpu BATCH_FILE`` prints the handler's CPU milliseconds per
+  request posting that raw record batch.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE_EVERY = 1000
+
+
+def rss_mb(pid: int | str = "self") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS in /proc: this measurement needs Linux")
+
+
+class Context:
+    function_name = "produce"
+    memory_limit_in_mb = 1024
+    aws_request_id = "bench"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:produce"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 10_000
+
+
+def event(resource: str, path: str, params: dict[str, str], body: bytes, content_type: str) -> Any:
+    """An API Gateway proxy event for a POST, shaped as the recorded one in the tests."""
+    recorded: dict[str, Any] = json.loads(
+        (ROOT / "tests/functional/events/get_cluster.json").read_text()
+    )
+    recorded.update(
+        resource=resource,
+        path=path,
+        httpMethod="POST",
+        headers={"Content-Type": content_type},
+        multiValueHeaders=None,
+        pathParameters=params,
+        body=base64.b64encode(body).decode(),
+        isBase64Encoded=True,
+    )
+    return recorded
+
+
+def produce_function() -> tuple[ModuleType, Any, Any]:
+    """The produce function's module, loaded as Lambda loads it, with the runtime's stores
+    replaced by in-memory ones; and those stores."""
+    os.environ.update(TIDELOG_TABLE="t", TIDELOG_BUCKET="b", TIDELOG_STAGING_DIR=tempfile.mkdtemp())
+    from tidelog import runtime  # noqa: PLC0415 - after the environment is set
+    from tidelog.storage.memory import MemoryMetadataStore, MemoryObjectStore  # noqa: PLC0415
+
+    meta, objects = MemoryMetadataStore(), MemoryObjectStore(runtime.clock_ms)
+    runtime.metadata_store = lambda: meta  # type: ignore[assignment]
+    runtime.object_store = lambda: objects  # type: ignore[assignment]
+    spec = importlib.util.spec_from_file_location("app", ROOT / "functions/produce/app.py")
+    assert spec is not None
+    assert spec.loader is not None
+    app = importlib.util.module_from_spec(spec)
+    sys.modules["app"] = app
+    spec.loader.exec_module(app)
+    return app, meta, objects
+
+
+def _forget_records(meta: Any, objects: Any, topic_id: str, partitions: int) -> None:
+    """In Lambda the log's data lives in S3 and DynamoDB, not in the process: delete what was
+    written (flush objects and index items) through the ports, so that what RSS still gains is
+    what the handler and its libraries keep."""
+    from tidelog.log import keys  # noqa: PLC0415
+    from tidelog.storage import Delete  # noqa: PLC0415
+
+    for info in list(objects.list("data/")):
+        objects.delete(info.key)
+    for partition in range(partitions):
+        pk = keys.log_pk(topic_id, partition)
+        for item in list(meta.query(pk, prefix=keys.INDEX_PREFIX)):
+            meta.write(Delete(pk, str(item["sk"])))
+
+
+def soak(requests: int) -> list[tuple[int, float]]:
+    from tidelog import runtime  # noqa: PLC0415
+
+    app, meta, objects = produce_function()
+    topic_id = runtime.topics().create("soak", 3, {}).topic_id
+    samples = []
+    with contextlib.redirect_stdout(io.StringIO()) as printed:  # one metrics line per call
+        for i in range(1, requests + 1):
+            body = json.dumps({"records": [{"key": f"user-{i % 97}", "value": f"click {i}"}]})
+            request = event(
+                "/v1/topics/{topic}/records",
+                "/v1/topics/soak/records",
+                {"topic": "soak"},
+                body.encode(),
+                "application/json",
+            )
+            if app.handler(request, Context())["statusCode"] != 200:
+                raise RuntimeError(f"request {i} failed")
+            if i % SAMPLE_EVERY == 0:
+                _forget_records(meta, objects, topic_id, 3)
+                samples.append((i, rss_mb()))
+                printed.seek(0)
+                printed.truncate()
+    return samples
+
+
+def cpu_ms(batch: bytes, warmup: int = 3, requests: int = 20) -> float:
+    from tidelog import runtime  # noqa: PLC0415
+
+    app, _, _ = produce_function()
+    runtime.topics().create("t", 1, {"max.message.bytes": 8 * 1024 * 1024})
+    request = event(
+        "/v1/topics/{topic}/partitions/{partition}/batches",
+        "/v1/topics/t/partitions/0/batches",
+        {"topic": "t", "partition": "0"},
+        batch,
+        "application/vnd.kafka.record-batch",
+    )
+    with contextlib.redirect_stdout(io.StringIO()):
+        for _ in range(warmup):
+            app.handler(request, Context())
+        start = time.process_time()
+        for _ in range(requests):
+            if app.handler(request, Context())["statusCode"] != 200:
+                raise RuntimeError("the batch was refused")
+        return (time.process_time() - start) / requests * 1000
+
+
+if __name__ == "__main__":
+    command, argument = sys.argv[1:3]
+    if command == "soak":
+        print(json.dumps(soak(int(argument))))
+    elif command == "cpu":
+        print(cpu_ms(Path(argument).read_bytes()))
+    else:
+        raise SystemExit(f"unknown command {command!r}: soak or cpu")
