@@ -5,12 +5,13 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 API_PORT ?= $(or $(TIDELOG_API_PORT),8080)
 AWS_PORT ?= $(or $(TIDELOG_AWS_PORT),4566)
+KAFKA_PORT ?= $(or $(TIDELOG_KAFKA_PORT),9092)
 PYTEST_ARGS ?=
 
 .PHONY: run test lint typecheck unit bench openapi clean install install-dev
 
 run: $(VENV)/.local  ## install, then serve tidelog on the embedded AWS emulator
-	$(BIN)/tidelog dev --api-port $(API_PORT) --aws-port $(AWS_PORT)
+	$(BIN)/tidelog dev --api-port $(API_PORT) --aws-port $(AWS_PORT) --kafka-port $(KAFKA_PORT)
 
 test: $(VENV)/.dev node_modules/.installed lint typecheck  ## install, lint, type-check, run every test
 	$(BIN)/pytest $(PYTEST_ARGS); status=$$?; \

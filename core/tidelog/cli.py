@@ -43,6 +43,12 @@ def parser() -> argparse.ArgumentParser:
     )
 
     dev.add_argument(
+        "--kafka-port",
+        type=int,
+        default=_port("TIDELOG_KAFKA_PORT", 9092),
+        help="port of the Kafka agent (default $TIDELOG_KAFKA_PORT or 9092)",
+    )
+    dev.add_argument(
         "--flush-ms",
         type=int,
         default=_port("TIDELOG_FLUSH_MS", 10),
@@ -58,12 +64,45 @@ def parser() -> argparse.ArgumentParser:
         "collection every 5) this many times faster, to watch housekeeping happen (default 1)",
     )
 
+    agent = commands.add_parser(
+        "agent", help="serve Kafka's wire protocol over a tidelog cluster (extra: kafka)"
+    )
+    agent.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 for all)"
+    )
+    agent.add_argument(
+        "--kafka-port",
+        type=int,
+        default=_port("TIDELOG_KAFKA_PORT", 9092),
+        help="port to listen on (default $TIDELOG_KAFKA_PORT or 9092)",
+    )
+    agent.add_argument(
+        "--advertised-host",
+        default=os.environ.get("TIDELOG_ADVERTISED_HOST") or None,
+        help="the host clients are told to connect to (default $TIDELOG_ADVERTISED_HOST, else "
+        "the bound address, else this machine's name); set it behind a port forward",
+    )
+    agent.add_argument(
+        "--cluster",
+        default=None,
+        help="the cluster's stack name (default $TIDELOG_CLUSTER or tidelog); "
+        "TIDELOG_TABLE and TIDELOG_BUCKET, when set, name the resources directly",
+    )
+    agent.add_argument(
+        "--flush-ms",
+        type=int,
+        default=_port("TIDELOG_FLUSH_MS", 10),
+        help="group commit window in ms: produces from every connection share it (default 10)",
+    )
+
     commands.add_parser("openapi", help="print the API's OpenAPI document, built from the code")
     return top
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command == "agent":
+        return _agent(args)
     try:
         from tidelog.local import dev, openapi  # noqa: PLC0415 - the local extra, on demand
     except ImportError as exc:
@@ -80,12 +119,36 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.aws_port,
                 args.flush_ms,
                 schedule_speedup=args.schedule_speedup,
+                kafka_port=args.kafka_port,
             )
         except OSError as exc:
             print(f"tidelog dev: {exc}", file=sys.stderr)
             return 1
         return 0
     print(openapi.document(), end="")
+    return 0
+
+
+def _agent(args: argparse.Namespace) -> int:
+    try:
+        from tidelog.kafka import agent  # noqa: PLC0415 - the kafka extra, on demand
+    except ImportError as exc:
+        print(
+            f"tidelog agent needs the kafka extra: pip install 'tidelog[kafka]' ({exc})",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        agent.run(
+            args.host,
+            args.kafka_port,
+            advertised_host=args.advertised_host,
+            cluster=args.cluster,
+            flush_ms=args.flush_ms,
+        )
+    except (OSError, LookupError) as exc:
+        print(f"tidelog agent: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -26,6 +26,7 @@ class DevProcess:
     process: subprocess.Popen[str]
     api_port: int
     aws_port: int
+    kafka_port: int
     log: IO[str]
     """Where its output goes: a file, never a pipe. Nobody reads a pipe while tests run, and
     once its 64 KiB fill (a metrics line per request does that in a few hundred requests)
@@ -38,6 +39,10 @@ class DevProcess:
     @property
     def aws_url(self) -> str:
         return f"http://127.0.0.1:{self.aws_port}"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.kafka_port}"
 
     def stop(self, timeout: float = 15) -> tuple[int, str]:
         """SIGTERM, then the exit code and everything it printed."""
@@ -62,12 +67,14 @@ FAST_GROUPS = {
 
 
 def start(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> DevProcess:
-    api_port, aws_port = free_port(), free_port()
+    api_port, aws_port, kafka_port = free_port(), free_port(), free_port()
     command = [sys.executable, "-m", "tidelog.cli", "dev", *args]
     if "--api-port" not in args:
         command += ["--api-port", str(api_port)]
     if "--aws-port" not in args:
         command += ["--aws-port", str(aws_port)]
+    if "--kafka-port" not in args:
+        command += ["--kafka-port", str(kafka_port)]
     log = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 - lives with the process
     process = subprocess.Popen(
         command,
@@ -76,7 +83,7 @@ def start(*args: str, env: dict[str, str] | None = None, timeout: float = 60) ->
         text=True,
         env={**os.environ, **(env or {})},
     )
-    dev = DevProcess(process, api_port, aws_port, log)
+    dev = DevProcess(process, api_port, aws_port, kafka_port, log)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:

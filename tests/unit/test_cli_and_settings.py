@@ -20,12 +20,13 @@ def test_dev_ports_default_to_localstacks_and_8080(monkeypatch):
 def test_dev_ports_come_from_the_environment_then_flags(monkeypatch):
     monkeypatch.setenv("TIDELOG_API_PORT", "9000")
     monkeypatch.setenv("TIDELOG_AWS_PORT", "9001")
-    assert (
-        cli.parser().parse_args(["dev"]).api_port,
-        cli.parser().parse_args(["dev"]).aws_port,
-    ) == (9000, 9001)
-    args = cli.parser().parse_args(["dev", "--api-port", "1", "--aws-port", "2"])
-    assert (args.api_port, args.aws_port) == (1, 2)
+    monkeypatch.setenv("TIDELOG_KAFKA_PORT", "9002")
+    defaults = cli.parser().parse_args(["dev"])
+    assert (defaults.api_port, defaults.aws_port, defaults.kafka_port) == (9000, 9001, 9002)
+    args = cli.parser().parse_args(
+        ["dev", "--api-port", "1", "--aws-port", "2", "--kafka-port", "3"]
+    )
+    assert (args.api_port, args.aws_port, args.kafka_port) == (1, 2, 3)
 
 
 def test_a_bad_port_in_the_environment_is_a_clear_error(monkeypatch):
@@ -36,12 +37,12 @@ def test_a_bad_port_in_the_environment_is_a_clear_error(monkeypatch):
 
 def test_make_run_passes_ports_through():
     dry = subprocess.run(
-        ["make", "-n", "run", "API_PORT=1234", "AWS_PORT=5678"],
+        ["make", "-n", "run", "API_PORT=1234", "AWS_PORT=5678", "KAFKA_PORT=9999"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    assert "tidelog dev --api-port 1234 --aws-port 5678" in dry
+    assert "tidelog dev --api-port 1234 --aws-port 5678 --kafka-port 9999" in dry
 
 
 def test_settings_name_what_is_missing():

@@ -14,6 +14,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 
 from tidelog import __version__, runtime
 from tidelog.cluster import describe_cluster
+from tidelog.kafka.agent import Agent
 from tidelog.local.emulator import Emulator
 from tidelog.local.gateway import Gateway
 from tidelog.local.paths import template_path
@@ -31,12 +32,14 @@ class DevServer:
     api: BaseWSGIServer
     thread: threading.Thread
     scheduler: Scheduler
+    agent: Agent
 
     @property
     def api_url(self) -> str:
         return f"http://{self.api.host}:{self.api.port}"
 
     def stop(self) -> None:
+        self.agent.stop()
         self.scheduler.stop()
         self.api.shutdown()
         self.api.server_close()
@@ -52,10 +55,11 @@ def start(
     flush_ms: int = 10,
     region: str = "us-east-1",
     schedule_speedup: float = 1.0,
+    kafka_port: int = 9092,
 ) -> DevServer:
     """``flush_ms`` is the group commit window: this host is long-running, unlike a Lambda.
     The template's schedules (housekeeping) run at their rates, ``schedule_speedup`` times
-    faster."""
+    faster. A Kafka agent listens on ``kafka_port`` over the same stack."""
     emulator = Emulator(host, aws_port)
     emulator.start()
     try:
@@ -75,6 +79,8 @@ def start(
             responses=template.gateway_responses(),
         )
         api = make_server(host, api_port, gateway, threaded=True)
+        agent = Agent(host, kafka_port)
+        agent.start()
     except BaseException:
         emulator.stop()
         raise
@@ -82,11 +88,17 @@ def start(
     thread.start()
     scheduler = Scheduler.for_runtimes(list(stack.runtimes.values()), speedup=schedule_speedup)
     scheduler.start()
-    return DevServer(emulator, stack, api, thread, scheduler)
+    return DevServer(emulator, stack, api, thread, scheduler, agent)
 
 
 def run(
-    host: str, api_port: int, aws_port: int, flush_ms: int, *, schedule_speedup: float = 1.0
+    host: str,
+    api_port: int,
+    aws_port: int,
+    flush_ms: int,
+    *,
+    schedule_speedup: float = 1.0,
+    kafka_port: int = 9092,
 ) -> None:
     """Start, print where everything runs, serve until SIGINT or SIGTERM."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -101,7 +113,14 @@ def run(
     signal.signal(signal.SIGTERM, request_stop)
     if schedule_speedup <= 0:
         raise OSError(f"--schedule-speedup must be positive, not {schedule_speedup}")
-    server = start(host, api_port, aws_port, flush_ms=flush_ms, schedule_speedup=schedule_speedup)
+    server = start(
+        host,
+        api_port,
+        aws_port,
+        flush_ms=flush_ms,
+        schedule_speedup=schedule_speedup,
+        kafka_port=kafka_port,
+    )
     try:
         info = describe_cluster(
             runtime.metadata_store(), clock_ms=runtime.clock_ms, random_bytes=runtime.random_bytes
@@ -127,6 +146,7 @@ tidelog {__version__} dev - cluster {cluster_id}
 
   tidelog API   {api}
 {routes}
+  Kafka         {server.agent.address}   (bootstrap.servers for Kafka clients)
 {schedules}
   AWS emulator  {aws}   (S3, DynamoDB, Step Functions, Lambda; in memory, gone on exit)
     bucket {stack.bucket}   table {stack.table}

@@ -1,0 +1,111 @@
+"""``tidelog agent``: Kafka's protocol over the log, in an event loop of its own.
+
+The agent holds no state of its own: topics, offsets and records live in DynamoDB and S3, so
+any number of agents may serve one cluster, and the HTTP API reads what the agent writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import threading
+
+from tidelog import __version__, aws, clusters, runtime
+from tidelog.kafka.handlers import Handlers, Node
+from tidelog.kafka.server import KafkaServer
+
+DEFAULT_PORT = 9092
+
+
+class Agent:
+    """A Kafka listener on ``host:port`` served from a thread (port 0 picks a free one).
+
+    ``advertised_host`` is what Metadata tells clients to connect to: the listening host, or
+    this machine's name when it listens on every interface.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        *,
+        advertised_host: str | None = None,
+        node_id: int = 1,
+    ) -> None:
+        self.host, self.requested_port = host, port
+        self.advertised_host = advertised_host or (
+            socket.gethostname() if host in ("0.0.0.0", "::", "") else host  # noqa: S104
+        )
+        self.node_id = node_id
+        self.port = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread: threading.Thread | None = None
+        self._server: KafkaServer | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.advertised_host}:{self.port}"
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop.run_forever, name="tidelog-agent")
+        self._thread.daemon = True
+        self._thread.start()
+        self.port = asyncio.run_coroutine_threadsafe(self._listen(), self._loop).result(30)
+
+    async def _listen(self) -> int:
+        # The port is known only once bound (port 0), and Metadata must name it.
+        node = Node(self.node_id, self.advertised_host, 0)
+        self._server = KafkaServer(Handlers(node))
+        port = await self._server.start(self.host, self.requested_port)
+        self._server.handlers.node = Node(self.node_id, self.advertised_host, port)
+        return port
+
+    def stop(self) -> None:
+        if self._server is not None:
+            asyncio.run_coroutine_threadsafe(self._server.stop(), self._loop).result(30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+
+def run(
+    host: str,
+    port: int,
+    *,
+    advertised_host: str | None,
+    cluster: str | None,
+    flush_ms: int,
+) -> None:
+    """``tidelog agent``: find the cluster's bucket and table (unless the environment names
+    them), serve until SIGINT or SIGTERM."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    for chatty in ("botocore", "boto3"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
+    if not (os.environ.get("TIDELOG_TABLE") and os.environ.get("TIDELOG_BUCKET")):
+        name = clusters.cluster_name(cluster)
+        location = clusters.locate(
+            name,
+            endpoint=os.environ.get("AWS_ENDPOINT_URL"),
+            cloudformation=lambda: aws.client("cloudformation"),
+        )
+        os.environ.update(TIDELOG_TABLE=location.table, TIDELOG_BUCKET=location.bucket)
+    os.environ["TIDELOG_FLUSH_MS"] = str(flush_ms)
+    runtime.reset()
+    stopping = threading.Event()
+    signal.signal(signal.SIGINT, lambda signum, frame: stopping.set())
+    signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
+    agent = Agent(host, port, advertised_host=advertised_host)
+    agent.start()
+    try:
+        print(
+            f"tidelog {__version__} agent - Kafka on {agent.address} "
+            f"(table {os.environ['TIDELOG_TABLE']}, bucket {os.environ['TIDELOG_BUCKET']})",
+            flush=True,
+        )
+        stopping.wait()
+        print("tidelog agent: stopping", flush=True)
+    finally:
+        agent.stop()

@@ -1,0 +1,29 @@
+"""The Kafka APIs the agent serves, and the versions of each: Kafka 3.0's maxima, floors at
+Kafka 4's (KIP-896). Only what is implemented is advertised: a client picks the highest version
+both sides know, so an API listed here must work at every version listed."""
+
+from __future__ import annotations
+
+import enum
+from types import MappingProxyType
+
+
+class ApiKey(enum.IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    API_VERSIONS = 18
+    INIT_PRODUCER_ID = 22
+
+
+API_VERSIONS = MappingProxyType(
+    {
+        ApiKey.PRODUCE: (3, 9),
+        ApiKey.FETCH: (4, 12),
+        ApiKey.LIST_OFFSETS: (1, 7),
+        ApiKey.METADATA: (0, 11),
+        ApiKey.API_VERSIONS: (0, 3),
+        ApiKey.INIT_PRODUCER_ID: (0, 4),
+    }
+)

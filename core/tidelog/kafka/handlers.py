@@ -1,0 +1,351 @@
+"""What the agent answers to each Kafka API, over the same core as the HTTP functions: the same
+topics, the same commits, the same reads. Answers are version-free (see tidelog.kafka.codec).
+
+Every handler is synchronous and runs in the agent's thread pool: the core's stores are
+blocking, and a Lambda function calls the same code the same way.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tidelog import runtime
+from tidelog.cluster import describe_cluster
+from tidelog.errors import KAFKA_ERRORS, TidelogError
+from tidelog.kafka.apis import API_VERSIONS, ApiKey
+from tidelog.kafka.codec import Request, field, items
+from tidelog.log.fetch import OffsetOutOfRangeError, PartitionData
+from tidelog.log.produce import log_append_time, parse_raw
+from tidelog.log.producer_ids import allocate_producer_id
+from tidelog.log.serve import list_offset
+from tidelog.log.topics import Topic
+from tidelog.log.writer import AppendRequest
+
+Answer = dict[str, Any]
+
+NONE = 0
+EARLIEST, LATEST = -2, -1  # ListOffsets' special timestamps
+NO_WAIT_BELOW_MS = 1
+
+
+def code(name: str) -> int:
+    return KAFKA_ERRORS[name].code
+
+
+@dataclass(frozen=True)
+class Node:
+    """How clients reach this agent: Metadata's broker entry."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+class Handlers:
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self._apis: Mapping[ApiKey, Callable[[Request], Answer]] = {
+            ApiKey.API_VERSIONS: self.api_versions,
+            ApiKey.METADATA: self.metadata,
+            ApiKey.PRODUCE: self.produce,
+            ApiKey.FETCH: self.fetch,
+            ApiKey.LIST_OFFSETS: self.list_offsets,
+            ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
+        }
+
+    def handle(self, request: Request) -> Answer:
+        return self._apis[request.api_key](request)
+
+    # ApiVersions -------------------------------------------------------------------------
+
+    def api_versions(self, request: Request) -> Answer:
+        return api_versions_answer(NONE)
+
+    # Metadata ----------------------------------------------------------------------------
+
+    def metadata(self, request: Request) -> Answer:
+        wanted = field(request.body, "topics")
+        if wanted is None or (request.api_version == 0 and not wanted):
+            topics = [self._topic_metadata(t) for t in runtime.topics().list()]
+        else:
+            topics = [self._named_topic_metadata(str(t.name)) for t in wanted]
+        cluster = describe_cluster(
+            runtime.metadata_store(), clock_ms=runtime.clock_ms, random_bytes=runtime.random_bytes
+        )
+        node = self.node
+        return {
+            "throttle_time": 0,
+            "brokers": [
+                {"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}
+            ],
+            "cluster_id": cluster.cluster_id,
+            "controller_id": node.node_id,
+            "topics": topics,
+            "cluster_authorized_operations": -(2**31),
+        }
+
+    def _named_topic_metadata(self, name: str) -> Answer:
+        try:
+            return self._topic_metadata(runtime.topic_cache().get(name))
+        except TidelogError as exc:
+            return {
+                "error_code": exc.kafka_error.code,
+                "name": name,
+                "topic_id": uuid.UUID(int=0),
+                "is_internal": False,
+                "partitions": [],
+            }
+
+    def _topic_metadata(self, topic: Topic) -> Answer:
+        leader = self.node.node_id
+        return {
+            "error_code": NONE,
+            "name": topic.name,
+            "topic_id": uuid.UUID(topic.topic_id),
+            "is_internal": False,
+            "partitions": [
+                {
+                    "error_code": NONE,
+                    "partition_index": p,
+                    "leader_id": leader,
+                    "leader_epoch": 0,
+                    "replica_nodes": [leader],
+                    "isr_nodes": [leader],
+                    "offline_replicas": [],
+                }
+                for p in range(topic.partitions)
+            ],
+        }
+
+    # Produce -----------------------------------------------------------------------------
+
+    def produce(self, request: Request) -> Answer:
+        body = request.body
+        if field(body, "transactional_id") is not None:
+            return self._refuse_produce(body, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
+        now = runtime.clock_ms()
+        placed: list[tuple[str, int, Topic | None, AppendRequest | TidelogError]] = []
+        for topic_data in items(body.topic_data):
+            name = str(topic_data.name)
+            for partition_data in items(topic_data.partition_data):
+                index = int(partition_data.index)
+                try:
+                    found = runtime.topic_cache().get(name, index)
+                    found.check_partition(index)
+                    batches = parse_raw(found, bytes(partition_data.records or b""), now)
+                    placed.append((name, index, found, AppendRequest(found, index, batches)))
+                except TidelogError as exc:
+                    placed.append((name, index, None, exc))
+        appends = [a for _, _, _, a in placed if isinstance(a, AppendRequest)]
+        results = iter(runtime.appender().append(appends) if appends else [])
+        answers: dict[str, list[Answer]] = {}
+        for name, index, topic, append in placed:
+            outcome: Any = append
+            if isinstance(append, AppendRequest):
+                result = next(results)
+                outcome = result.error if result.error is not None else result
+            answers.setdefault(name, []).append(_produce_partition(index, topic, outcome, now))
+        return {
+            "responses": [
+                {"name": name, "partition_responses": partitions}
+                for name, partitions in answers.items()
+            ],
+            "throttle_time": 0,
+        }
+
+    @staticmethod
+    def _refuse_produce(body: Any, error: str) -> Answer:
+        return {
+            "responses": [
+                {
+                    "name": t.name,
+                    "partition_responses": [
+                        _produce_error(int(p.index), code(error), None)
+                        for p in items(t.partition_data)
+                    ],
+                }
+                for t in items(body.topic_data)
+            ],
+            "throttle_time": 0,
+        }
+
+    # Fetch -------------------------------------------------------------------------------
+
+    def fetch(self, request: Request) -> Answer:
+        body = request.body
+        deadline = time.monotonic() + int(body.max_wait.total_seconds() * 1000) / 1000
+        min_bytes = int(body.min_bytes)
+        budget = int(field(body, "max_bytes", 2**31 - 1))
+        wanted = [
+            (str(t.topic), int(p.partition), int(p.fetch_offset), int(p.partition_max_bytes))
+            for t in items(body.topics)
+            for p in items(t.partitions)
+        ]
+        results = [self._fetch_partition(*w) for w in wanted]
+        while sum(_size(r) for r in results) < min_bytes and time.monotonic() < deadline:
+            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
+            results = [
+                self._fetch_partition(*w) if isinstance(r, PartitionData) and not r.batches else r
+                for w, r in zip(wanted, results, strict=True)
+            ]
+        answers: dict[str, list[Answer]] = {}
+        first = True
+        for (name, partition, _, _), result in zip(wanted, results, strict=True):
+            if isinstance(result, TidelogError):
+                answers.setdefault(name, []).append(_fetch_error(partition, result))
+                continue
+            records = bytearray()
+            for batch in result.batches:
+                if not first and len(records) + len(batch.data) > budget:
+                    break
+                records += batch.data
+                first = False
+            budget -= len(records)
+            answers.setdefault(name, []).append(
+                {
+                    "partition_index": partition,
+                    "error_code": NONE,
+                    "high_watermark": result.high_watermark,
+                    "last_stable_offset": result.high_watermark,
+                    "log_start_offset": result.log_start_offset,
+                    "aborted_transactions": [],
+                    "preferred_read_replica": -1,
+                    "records": bytes(records),
+                }
+            )
+        return {
+            "throttle_time": 0,
+            "error_code": NONE,
+            "session_id": 0,
+            "responses": [
+                {"topic": name, "partitions": partitions} for name, partitions in answers.items()
+            ],
+        }
+
+    @staticmethod
+    def _fetch_partition(
+        name: str, partition: int, offset: int, max_bytes: int
+    ) -> PartitionData | TidelogError:
+        try:
+            topic = runtime.topic_cache().get(name, partition)
+            topic.check_partition(partition)
+            reader = runtime.log_reader()
+            data = reader.fetch(topic.topic_id, partition, offset, max(max_bytes, 1))
+            # A compacted gap with no batch in reach: read on from where it ends, so a
+            # consumer never asks for the same offset forever.
+            while not data.batches and offset < data.next_offset < data.high_watermark:
+                offset = data.next_offset
+                data = reader.fetch(topic.topic_id, partition, offset, max(max_bytes, 1))
+            return data
+        except TidelogError as exc:
+            return exc
+
+    # ListOffsets -------------------------------------------------------------------------
+
+    def list_offsets(self, request: Request) -> Answer:
+        reader = runtime.log_reader()
+        topics = []
+        for topic_request in items(request.body.topics):
+            name = str(topic_request.name)
+            partitions = []
+            for p in items(topic_request.partitions):
+                index, at = int(p.partition_index), int(p.timestamp)
+                answer = {"partition_index": index, "error_code": NONE, "leader_epoch": 0}
+                try:
+                    topic = runtime.topic_cache().get(name, index)
+                    topic.check_partition(index)
+                    if at < EARLIEST:
+                        raise _unsupported_timestamp(at)
+                    spec = {EARLIEST: "earliest", LATEST: "latest"}.get(at, str(at))
+                    offset, timestamp = list_offset(reader, topic, index, spec)
+                    answer.update(offset=offset, timestamp=timestamp)
+                except TidelogError as exc:
+                    answer.update(error_code=exc.kafka_error.code, offset=-1, timestamp=-1)
+                partitions.append(answer)
+            topics.append({"name": name, "partitions": partitions})
+        return {"throttle_time": 0, "topics": topics}
+
+    # InitProducerId ----------------------------------------------------------------------
+
+    def init_producer_id(self, request: Request) -> Answer:
+        if field(request.body, "transactional_id") is not None:
+            error = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+            return {"throttle_time": 0, "error_code": code(error), "producer_epoch": -1}
+        producer_id, epoch = allocate_producer_id(runtime.metadata_store())
+        return {
+            "throttle_time": 0,
+            "error_code": NONE,
+            "producer_id": producer_id,
+            "producer_epoch": epoch,
+        }
+
+
+def api_versions_answer(error_code: int) -> Answer:
+    return {
+        "error_code": error_code,
+        "api_keys": [
+            {"api_key": int(key), "min_version": low, "max_version": high}
+            for key, (low, high) in sorted(API_VERSIONS.items())
+        ],
+        "throttle_time": 0,
+    }
+
+
+def _produce_partition(index: int, topic: Topic | None, outcome: Any, now: int) -> Answer:
+    if isinstance(outcome, TidelogError):
+        return _produce_error(index, outcome.kafka_error.code, outcome.message)
+    assert topic is not None
+    stamp = log_append_time(topic, now)
+    return {
+        "index": index,
+        "error_code": NONE,
+        "base_offset": outcome.base_offset,
+        "log_append_time": -1 if stamp is None else stamp,
+        "log_start_offset": -1,
+        "record_errors": [],
+        "error_message": None,
+    }
+
+
+def _produce_error(index: int, error_code: int, message: str | None) -> Answer:
+    return {
+        "index": index,
+        "error_code": error_code,
+        "base_offset": -1,
+        "log_append_time": -1,
+        "log_start_offset": -1,
+        "record_errors": [],
+        "error_message": message,
+    }
+
+
+def _fetch_error(partition: int, error: TidelogError) -> Answer:
+    high_watermark = log_start = -1
+    if isinstance(error, OffsetOutOfRangeError):
+        high_watermark, log_start = error.high_watermark, error.log_start_offset
+    return {
+        "partition_index": partition,
+        "error_code": error.kafka_error.code,
+        "high_watermark": high_watermark,
+        "last_stable_offset": -1,
+        "log_start_offset": log_start,
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+        "records": None,
+    }
+
+
+def _size(result: PartitionData | TidelogError) -> int:
+    return result.size if isinstance(result, PartitionData) else 0
+
+
+def _unsupported_timestamp(at: int) -> TidelogError:
+    return TidelogError(
+        f"ListOffsets timestamp {at}: give -2 (earliest), -1 (latest) or a time in ms",
+        kafka_error="UNSUPPORTED_VERSION",
+    )

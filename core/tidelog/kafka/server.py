@@ -1,0 +1,148 @@
+"""The agent's Kafka listener: asyncio connections, the synchronous core in a bounded pool.
+
+A connection may pipeline requests (clients keep up to 5 in flight); they are served at once
+and answered in the order they came, as Kafka answers them. The number in flight per
+connection is bounded, so a client that never reads its answers cannot grow the agent's memory.
+A frame that cannot be parsed closes the connection, as Kafka closes it; nothing is stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from tidelog.kafka.apis import ApiKey
+from tidelog.kafka.codec import (
+    FrameError,
+    Request,
+    UnsupportedVersionError,
+    decode_request,
+    encode_response,
+    encode_response_as,
+    field,
+    frame_size,
+)
+from tidelog.kafka.handlers import Handlers, api_versions_answer, code
+
+log = logging.getLogger(__name__)
+
+MAX_IN_FLIGHT = 16  # per connection; clients default to 5
+
+
+class KafkaServer:
+    def __init__(self, handlers: Handlers, *, workers: int = 32) -> None:
+        self.handlers = handlers
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="tidelog-kafka")
+        self._server: asyncio.Server | None = None
+        self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
+
+    async def start(self, host: str, port: int) -> int:
+        """Listen on ``host:port`` (0 picks a free port); the port listened on."""
+        self._server = await asyncio.start_server(self._serve, host, port)
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        for writer in self._connections.values():
+            writer.close()  # each connection's read ends, and its loop with it
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections[task] = writer
+        answers: asyncio.Queue[_Pending | None] = asyncio.Queue(MAX_IN_FLIGHT)
+        responder = asyncio.create_task(self._respond(answers, writer))
+        try:
+            while not responder.done():
+                try:
+                    frame = await reader.readexactly(frame_size(await reader.readexactly(4)))
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    break
+                pending = self._answer(frame)
+                await answers.put(pending)
+                if pending.closes:
+                    break
+        except FrameError as exc:
+            log.info("closing a Kafka connection: %s", exc)
+        finally:
+            await answers.put(None)
+            with contextlib.suppress(Exception):
+                await responder
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+            self._connections.pop(task, None)
+
+    def _answer(self, frame: bytes) -> _Pending:
+        loop = asyncio.get_running_loop()
+        try:
+            request = decode_request(frame)
+        except UnsupportedVersionError as exc:
+            # ApiVersions at a version we do not know is answered at v0 with our versions
+            # (KIP-511); any other API at a version we did not advertise closes the connection.
+            if exc.api_key != ApiKey.API_VERSIONS:
+                log.info("closing a Kafka connection: %s", exc)
+                return _Pending.closing(loop)
+            answer = api_versions_answer(code("UNSUPPORTED_VERSION"))
+            return _Pending.ready(
+                loop, encode_response_as(ApiKey.API_VERSIONS, 0, exc.correlation_id, answer)
+            )
+        except FrameError as exc:
+            log.info("closing a Kafka connection: %s", exc)
+            return _Pending.closing(loop)
+        return _Pending(
+            asyncio.ensure_future(loop.run_in_executor(self._pool, self._handle, request))
+        )
+
+    def _handle(self, request: Request) -> bytes | None:
+        try:
+            answer = self.handlers.handle(request)
+        except Exception:
+            log.exception("%s v%d failed", request.api_key.name, request.api_version)
+            raise
+        if request.api_key == ApiKey.PRODUCE and int(field(request.body, "acks", -1)) == 0:
+            return None  # acks=0: the client reads no answer
+        return encode_response(request, answer)
+
+    @staticmethod
+    async def _respond(
+        answers: asyncio.Queue[_Pending | None], writer: asyncio.StreamWriter
+    ) -> None:
+        while (pending := await answers.get()) is not None:
+            try:
+                frame = await pending.future
+            except Exception:  # noqa: BLE001 - logged where it was raised
+                return  # a handler failed unexpectedly: Kafka closes the connection too
+            if pending.closes:
+                return
+            if frame is not None:
+                writer.write(frame)
+                await writer.drain()
+
+
+@dataclass
+class _Pending:
+    """A request's answer, in the order the requests came: its frame, None for no answer
+    (acks=0), and whether the connection closes there."""
+
+    future: asyncio.Future[bytes | None]
+    closes: bool = False
+
+    @classmethod
+    def ready(cls, loop: asyncio.AbstractEventLoop, frame: bytes) -> _Pending:
+        future: asyncio.Future[bytes | None] = loop.create_future()
+        future.set_result(frame)
+        return cls(future)
+
+    @classmethod
+    def closing(cls, loop: asyncio.AbstractEventLoop) -> _Pending:
+        future: asyncio.Future[bytes | None] = loop.create_future()
+        future.set_result(None)
+        return cls(future, closes=True)

@@ -1,0 +1,220 @@
+"""Real Kafka clients, unmodified, against the agent that `tidelog dev` runs: kafka-python,
+aiokafka and librdkafka (confluent-kafka). What they write over Kafka's protocol, the HTTP API
+reads, and the other way round, byte for byte.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import socket
+import struct
+import time
+import uuid
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import TopicPartition as AioTopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import TopicPartition as RdTopicPartition
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from tests.functional.test_fetch_api import fetch, produce
+from tests.functional.test_produce_api import call
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+
+
+@pytest.fixture
+def topic(dev):
+    name = f"k-{uuid.uuid4().hex[:8]}"
+    assert call(dev, "POST", "/v1/topics", {"name": name, "partitions": 3})[0] == 201
+    return name
+
+
+def consume_all(dev, topic, expected, partitions=3):
+    consumer = KafkaConsumer(
+        bootstrap_servers=dev.bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=3000,
+    )
+    consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+    got = []
+    deadline = time.monotonic() + 30
+    while len(got) < expected and time.monotonic() < deadline:
+        got += list(consumer)
+    consumer.close()
+    return got
+
+
+def test_kafka_python_produces_and_consumes(dev, topic):
+    producer = KafkaProducer(bootstrap_servers=dev.bootstrap, acks="all", linger_ms=5)
+    sent = [
+        producer.send(
+            topic, key=f"user-{i % 7}".encode(), value=f"click {i}".encode(), headers=[("h", b"v")]
+        )
+        for i in range(60)
+    ]
+    producer.flush()
+    placed = {(m.partition, m.offset) for m in (f.get(10) for f in sent)}
+    producer.close()
+    assert len(placed) == 60
+    got = consume_all(dev, topic, 60)
+    assert sorted(m.value for m in got) == sorted(f"click {i}".encode() for i in range(60))
+    assert {(m.partition, m.offset) for m in got} == placed
+    assert all(m.headers == [("h", b"v")] for m in got)
+    # The key decides the partition, as Kafka's default partitioner does (murmur2).
+    by_key = {}
+    for message in got:
+        by_key.setdefault(message.key, set()).add(message.partition)
+    assert all(len(partitions) == 1 for partitions in by_key.values())
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_librdkafka_produces_with_every_codec_idempotently(dev, topic, codec):
+    producer = Producer(
+        {
+            "bootstrap.servers": dev.bootstrap,
+            "linger.ms": 5,
+            "compression.type": codec,
+            "enable.idempotence": True,
+        }
+    )
+    delivered, failed = [], []
+
+    def report(error, message):
+        (failed if error else delivered).append(error or (message.partition(), message.offset()))
+
+    for i in range(200):
+        producer.produce(topic, key=f"k{i}", value=f"{codec} {i}", on_delivery=report)
+    assert producer.flush(30) == 0
+    assert failed == []
+    assert len(set(delivered)) == 200
+    consumer = Consumer(
+        {
+            "bootstrap.servers": dev.bootstrap,
+            "group.id": f"unused-{codec}",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([RdTopicPartition(topic, p, 0) for p in range(3)])
+    got = []
+    deadline = time.monotonic() + 30
+    while len(got) < 200 and time.monotonic() < deadline:
+        message = consumer.poll(1)
+        if message is None:
+            continue
+        if message.error():
+            raise KafkaException(message.error())
+        got.append(message.value())
+    consumer.close()
+    assert sorted(got) == sorted(f"{codec} {i}".encode() for i in range(200))
+
+
+def test_aiokafka_produces_and_consumes(dev, topic):
+    async def scenario():
+        producer = AIOKafkaProducer(
+            bootstrap_servers=dev.bootstrap, enable_idempotence=True, compression_type="lz4"
+        )
+        await producer.start()
+        try:
+            sent = [
+                await producer.send_and_wait(topic, f"a{i}".encode(), key=b"k") for i in range(5)
+            ]
+        finally:
+            await producer.stop()
+        assert [m.offset for m in sent] == list(range(5))
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=dev.bootstrap, auto_offset_reset="earliest", enable_auto_commit=False
+        )
+        await consumer.start()
+        try:
+            consumer.assign([AioTopicPartition(topic, sent[0].partition)])
+            batch = await consumer.getmany(timeout_ms=5000)
+        finally:
+            await consumer.stop()
+        return [m.value for messages in batch.values() for m in messages]
+
+    assert asyncio.run(scenario()) == [f"a{i}".encode() for i in range(5)]
+
+
+def test_what_kafka_writes_http_reads_and_the_other_way_round(dev, topic):
+    producer = KafkaProducer(bootstrap_servers=dev.bootstrap)
+    producer.send(topic, key=b"from-kafka", value=b"\x00\xffbinary", partition=1).get(10)
+    producer.close()
+    status, body = fetch(dev, topic, 0, partition=1, encoding="base64")
+    assert status == 200, body
+    (record,) = body["records"]
+    assert base64.b64decode(record["key"]) == b"from-kafka"
+    assert base64.b64decode(record["value"]) == b"\x00\xffbinary"
+
+    produce(dev, topic, ["from-http"], partition=2)
+    (message,) = [m for m in consume_all(dev, topic, 2) if m.partition == 2]
+    assert (message.key, message.value, message.offset) == (b"kfrom-http", b"from-http", 0)
+
+
+def test_offsets_by_time_earliest_and_latest(dev, topic):
+    producer = KafkaProducer(bootstrap_servers=dev.bootstrap)
+    base = 1_700_000_000_000
+    for i in range(4):
+        producer.send(topic, value=b"x", partition=0, timestamp_ms=base + i * 1000).get(10)
+    producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=dev.bootstrap)
+    tp = TopicPartition(topic, 0)
+    assert consumer.beginning_offsets([tp]) == {tp: 0}
+    assert consumer.end_offsets([tp]) == {tp: 4}
+    found = consumer.offsets_for_times({tp: base + 1500})[tp]
+    assert (found.offset, found.timestamp) == (2, base + 2000)
+    assert consumer.offsets_for_times({tp: base + 10_000})[tp] is None
+    consumer.close()
+
+
+def test_an_unknown_topic_is_reported_not_created(dev):
+    name = f"absent-{uuid.uuid4().hex[:6]}"
+    consumer = KafkaConsumer(bootstrap_servers=dev.bootstrap)
+    try:
+        assert not consumer.partitions_for_topic(name)
+    finally:
+        consumer.close()
+    assert call(dev, "GET", f"/v1/topics/{name}")[0] == 404
+
+
+def _api_versions_frame(version: int) -> bytes:
+    request = ApiVersionsRequest[version](client_software_name="t", client_software_version="1")
+    request.with_header(correlation_id=3, client_id="raw")
+    return bytes(request.encode(header=True, framed=True))
+
+
+def _read_frame(sock: socket.socket) -> bytes:
+    size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
+    return sock.recv(size, socket.MSG_WAITALL)
+
+
+def test_malformed_frames_close_only_their_connection(dev):
+    host, port = dev.bootstrap.split(":")
+    mangled = [
+        b"\x00\x00\x00\x01x",  # shorter than any header
+        struct.pack(">i", 14) + struct.pack(">hhi", 3, 9, 1) + b"\xff\xff\xff\xff",  # garbage body
+        struct.pack(">i", 2**31 - 1),  # announces 2 GiB
+        _api_versions_frame(3)[:-3] + b"\x00",  # truncated, then lying about its size
+    ]
+    for frame in mangled:
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(frame)
+            sock.shutdown(socket.SHUT_WR)
+            assert sock.recv(4) == b"", frame  # closed without an answer
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(_api_versions_frame(3))
+        answer = ApiVersionsResponse.decode(_read_frame(sock), version=3, header=True)
+    assert answer.error_code == 0
+
+
+def test_an_api_versions_request_newer_than_ours_gets_our_versions_at_v0(dev):
+    host, port = dev.bootstrap.split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(_api_versions_frame(4))
+        answer = ApiVersionsResponse.decode(_read_frame(sock), version=4, header=True)
+    assert answer.error_code == 35  # UNSUPPORTED_VERSION
+    assert {k.api_key for k in answer.api_keys} >= {0, 1, 2, 3, 18}
