@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime
+import io
 import socket
 import struct
 import time
@@ -18,6 +20,10 @@ from aiokafka import TopicPartition as AioTopicPartition
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as RdTopicPartition
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kio.schema.fetch.v12 import request as fetch_v12
+from kio.schema.request_header.v2.header import RequestHeader
+from kio.serial import entity_writer
+from kio.static.primitive import i16, i32, i64
 from tests.functional.test_fetch_api import fetch, produce
 from tests.functional.test_produce_api import call
 
@@ -218,3 +224,49 @@ def test_an_api_versions_request_newer_than_ours_gets_our_versions_at_v0(dev):
         answer = ApiVersionsResponse.decode(_read_frame(sock), version=4, header=True)
     assert answer.error_code == 35  # UNSUPPORTED_VERSION
     assert {k.api_key for k in answer.api_keys} >= {0, 1, 2, 3, 18}
+
+
+def _long_poll_frame(topic: str, correlation_id: int) -> bytes:
+    """A Fetch v12 at the end of an empty partition, willing to wait 20 s."""
+    out = io.BytesIO()
+    entity_writer(RequestHeader)(
+        out,
+        RequestHeader(
+            request_api_key=i16(1),
+            request_api_version=i16(12),
+            correlation_id=i32(correlation_id),
+            client_id="waiting",
+        ),
+    )
+    partition = fetch_v12.FetchPartition(
+        partition=i32(0), fetch_offset=i64(0), partition_max_bytes=i32(1 << 20)
+    )
+    request = fetch_v12.FetchRequest(
+        max_wait=datetime.timedelta(seconds=20),
+        min_bytes=i32(1),
+        topics=(fetch_v12.FetchTopic(topic=topic, partitions=(partition,)),),
+        forgotten_topics_data=(),
+    )
+    entity_writer(fetch_v12.FetchRequest)(out, request)
+    body = out.getvalue()
+    return struct.pack(">i", len(body)) + body
+
+
+def test_consumers_waiting_for_data_never_hold_up_producers(dev, topic):
+    host, port = dev.bootstrap.split(":")
+    waiting = [socket.create_connection((host, int(port)), timeout=30) for _ in range(40)]
+    try:
+        for n, sock in enumerate(waiting):
+            sock.sendall(_long_poll_frame(topic, n))
+        time.sleep(1)  # every long poll is now waiting in the agent
+        producer = KafkaProducer(bootstrap_servers=dev.bootstrap, max_block_ms=10_000)
+        try:
+            # Far sooner than the 20 s the fetches wait: they hold no thread produce needs.
+            producer.send(topic, b"wake up", partition=0).get(timeout=10)
+        finally:
+            producer.close()
+        for sock in waiting:
+            _read_frame(sock)  # each long poll ends with the record, not its timeout
+    finally:
+        for sock in waiting:
+            sock.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,9 @@ from tidelog.cluster import describe_cluster
 from tidelog.errors import KAFKA_ERRORS, TidelogError
 from tidelog.kafka.apis import API_VERSIONS, ApiKey
 from tidelog.kafka.codec import Request, field, items
+from tidelog.kafka.watcher import HighWatermarkWatcher, Partition
 from tidelog.log.fetch import OffsetOutOfRangeError, PartitionData
+from tidelog.log.head import high_watermarks
 from tidelog.log.produce import log_append_time, parse_raw
 from tidelog.log.producer_ids import allocate_producer_id
 from tidelog.log.serve import list_offset
@@ -29,7 +31,6 @@ Answer = dict[str, Any]
 
 NONE = 0
 EARLIEST, LATEST = -2, -1  # ListOffsets' special timestamps
-NO_WAIT_BELOW_MS = 1
 
 
 def code(name: str) -> int:
@@ -49,6 +50,7 @@ class Node:
 class Handlers:
     def __init__(self, node: Node) -> None:
         self.node = node
+        self._watcher = HighWatermarkWatcher(_high_watermarks)
         self._apis: Mapping[ApiKey, Callable[[Request], Answer]] = {
             ApiKey.API_VERSIONS: self.api_versions,
             ApiKey.METADATA: self.metadata,
@@ -178,7 +180,7 @@ class Handlers:
 
     def fetch(self, request: Request) -> Answer:
         body = request.body
-        deadline = time.monotonic() + int(body.max_wait.total_seconds() * 1000) / 1000
+        deadline = time.monotonic() + body.max_wait.total_seconds()
         min_bytes = int(body.min_bytes)
         budget = int(field(body, "max_bytes", 2**31 - 1))
         wanted = [
@@ -187,12 +189,20 @@ class Handlers:
             for p in items(t.partitions)
         ]
         results = [self._fetch_partition(*w) for w in wanted]
-        while sum(_size(r) for r in results) < min_bytes and time.monotonic() < deadline:
-            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
-            results = [
-                self._fetch_partition(*w) if isinstance(r, PartitionData) and not r.batches else r
-                for w, r in zip(wanted, results, strict=True)
+        while sum(_size(r) for r in results) < min_bytes:
+            # Not enough yet: wait for a commit to any partition that had nothing, then read
+            # those again; what was already read is kept.
+            empty = [
+                i for i, r in enumerate(results) if isinstance(r, PartitionData) and not r.batches
             ]
+            waiting = {
+                (runtime.topic_cache().get(wanted[i][0]).topic_id, wanted[i][1]): wanted[i][2]
+                for i in empty
+            }
+            if not waiting or not self._watcher.wait(waiting, deadline):
+                break
+            for i in empty:
+                results[i] = self._fetch_partition(*wanted[i])
         answers: dict[str, list[Answer]] = {}
         first = True
         for (name, partition, _, _), result in zip(wanted, results, strict=True):
@@ -283,6 +293,11 @@ class Handlers:
             "producer_id": producer_id,
             "producer_epoch": epoch,
         }
+
+
+def _high_watermarks(partitions: Sequence[Partition]) -> dict[Partition, int]:
+    heads = high_watermarks(runtime.metadata_store(), partitions)
+    return {p: high for p, (_, high) in heads.items()}
 
 
 def api_versions_answer(error_code: int) -> Answer:

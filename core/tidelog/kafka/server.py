@@ -33,9 +33,12 @@ MAX_IN_FLIGHT = 16  # per connection; clients default to 5
 
 
 class KafkaServer:
-    def __init__(self, handlers: Handlers, *, workers: int = 32) -> None:
+    def __init__(self, handlers: Handlers, *, workers: int = 32, fetchers: int = 64) -> None:
         self.handlers = handlers
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="tidelog-kafka")
+        # Fetches wait out their long polls in threads of their own, so that consumers waiting
+        # for data never hold up the produce requests they are waiting for.
+        self._fetch_pool = ThreadPoolExecutor(fetchers, thread_name_prefix="tidelog-fetch")
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
 
@@ -52,6 +55,7 @@ class KafkaServer:
             writer.close()  # each connection's read ends, and its loop with it
         await asyncio.gather(*self._connections, return_exceptions=True)
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._fetch_pool.shutdown(wait=False, cancel_futures=True)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -97,9 +101,8 @@ class KafkaServer:
         except FrameError as exc:
             log.info("closing a Kafka connection: %s", exc)
             return _Pending.closing(loop)
-        return _Pending(
-            asyncio.ensure_future(loop.run_in_executor(self._pool, self._handle, request))
-        )
+        pool = self._fetch_pool if request.api_key == ApiKey.FETCH else self._pool
+        return _Pending(asyncio.ensure_future(loop.run_in_executor(pool, self._handle, request)))
 
     def _handle(self, request: Request) -> bytes | None:
         try:
