@@ -20,6 +20,7 @@ from aiokafka import TopicPartition as AioTopicPartition
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka import TopicPartition as RdTopicPartition
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse
 from kio.schema.fetch.v12 import request as fetch_v12
 from kio.schema.request_header.v2.header import RequestHeader
 from kio.serial import entity_writer
@@ -270,3 +271,34 @@ def test_consumers_waiting_for_data_never_hold_up_producers(dev, topic):
     finally:
         for sock in waiting:
             sock.close()
+
+
+def test_a_transactional_producer_is_refused_clearly_and_fatally(dev):
+    request = InitProducerIdRequest[4](
+        transactional_id="payments",
+        transaction_timeout_ms=60_000,
+        producer_id=-1,
+        producer_epoch=-1,
+    )
+    request.with_header(correlation_id=8, client_id="raw")
+    host, port = dev.bootstrap.split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(bytes(request.encode(header=True, framed=True)))
+        answer = InitProducerIdResponse.decode(_read_frame(sock), version=4, header=True)
+    assert answer.error_code == 53  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED: not retriable
+
+
+def test_an_idempotent_producer_gets_an_id_of_its_own(dev):
+    ids = set()
+    host, port = dev.bootstrap.split(":")
+    for _ in range(3):
+        request = InitProducerIdRequest[4](
+            transactional_id=None, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1
+        )
+        request.with_header(correlation_id=9, client_id="raw")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(bytes(request.encode(header=True, framed=True)))
+            answer = InitProducerIdResponse.decode(_read_frame(sock), version=4, header=True)
+        assert answer.error_code == 0
+        ids.add(answer.producer_id)
+    assert len(ids) == 3

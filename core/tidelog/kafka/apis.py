@@ -14,7 +14,12 @@ class ApiKey(enum.IntEnum):
     LIST_OFFSETS = 2
     METADATA = 3
     API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
     INIT_PRODUCER_ID = 22
+    DESCRIBE_CONFIGS = 32
+    CREATE_PARTITIONS = 37
+    DESCRIBE_CLUSTER = 60
 
 
 API_VERSIONS = MappingProxyType(
@@ -24,6 +29,11 @@ API_VERSIONS = MappingProxyType(
         ApiKey.LIST_OFFSETS: (1, 7),
         ApiKey.METADATA: (0, 11),
         ApiKey.API_VERSIONS: (0, 3),
+        ApiKey.CREATE_TOPICS: (2, 7),
+        ApiKey.DELETE_TOPICS: (1, 6),
         ApiKey.INIT_PRODUCER_ID: (0, 4),
+        ApiKey.DESCRIBE_CONFIGS: (1, 4),
+        ApiKey.CREATE_PARTITIONS: (0, 3),
+        ApiKey.DESCRIBE_CLUSTER: (0, 0),
     }
 )

@@ -78,7 +78,8 @@ def decode_request(frame: bytes) -> Request:
     """One request frame (its size prefix removed) as a Request.
 
     UnsupportedVersionError for an API or version outside API_VERSIONS; FrameError for bytes
-    that do not parse as the request they claim to be, or leave bytes over.
+    that do not parse as the request they claim to be. Bytes after the request are ignored, as
+    Kafka's brokers ignore them: librdkafka's Metadata for all topics (v9+) leaves three.
     """
     frame = bytes(frame)  # kio reads read-only buffers only (a no-op for bytes)
     key, version, correlation = peek_header(frame)
@@ -90,11 +91,9 @@ def decode_request(frame: bytes) -> Request:
     header_type = RequestHeaderV2 if schema.__flexible__ else RequestHeaderV1
     try:
         header, used = entity_reader(header_type)(frame, 0)
-        body, size = entity_reader(schema)(frame, used)
+        body, _ = entity_reader(schema)(frame, used)
     except Exception as exc:  # kio raises its own and native errors alike on bad bytes
         raise FrameError(f"a malformed {api.name} v{version} request: {exc}") from exc
-    if used + size != len(frame):
-        raise FrameError(f"{len(frame) - used - size} bytes after a {api.name} v{version} request")
     return Request(api, version, correlation, getattr(header, "client_id", None), body)
 
 

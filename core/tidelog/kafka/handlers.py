@@ -16,6 +16,7 @@ from typing import Any
 from tidelog import runtime
 from tidelog.cluster import describe_cluster
 from tidelog.errors import KAFKA_ERRORS, TidelogError
+from tidelog.kafka import admin
 from tidelog.kafka.apis import API_VERSIONS, ApiKey
 from tidelog.kafka.codec import Request, field, items
 from tidelog.kafka.watcher import HighWatermarkWatcher, Partition
@@ -51,6 +52,7 @@ class Handlers:
     def __init__(self, node: Node) -> None:
         self.node = node
         self._watcher = HighWatermarkWatcher(_high_watermarks)
+        self._cluster: str | None = None
         self._apis: Mapping[ApiKey, Callable[[Request], Answer]] = {
             ApiKey.API_VERSIONS: self.api_versions,
             ApiKey.METADATA: self.metadata,
@@ -58,6 +60,15 @@ class Handlers:
             ApiKey.FETCH: self.fetch,
             ApiKey.LIST_OFFSETS: self.list_offsets,
             ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
+            ApiKey.CREATE_TOPICS: lambda r: admin.create_topics(r.body, r.api_version),
+            ApiKey.DELETE_TOPICS: lambda r: admin.delete_topics(r.body, r.api_version),
+            ApiKey.CREATE_PARTITIONS: lambda r: admin.create_partitions(r.body, r.api_version),
+            ApiKey.DESCRIBE_CONFIGS: lambda r: admin.describe_configs(
+                r.body, r.api_version, self.node.node_id
+            ),
+            ApiKey.DESCRIBE_CLUSTER: lambda r: admin.describe_cluster(
+                self.node, self._cluster_id()
+            ),
         }
 
     def handle(self, request: Request) -> Answer:
@@ -76,20 +87,27 @@ class Handlers:
             topics = [self._topic_metadata(t) for t in runtime.topics().list()]
         else:
             topics = [self._named_topic_metadata(str(t.name)) for t in wanted]
-        cluster = describe_cluster(
-            runtime.metadata_store(), clock_ms=runtime.clock_ms, random_bytes=runtime.random_bytes
-        )
         node = self.node
         return {
             "throttle_time": 0,
             "brokers": [
                 {"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}
             ],
-            "cluster_id": cluster.cluster_id,
+            "cluster_id": self._cluster_id(),
             "controller_id": node.node_id,
             "topics": topics,
             "cluster_authorized_operations": -(2**31),
         }
+
+    def _cluster_id(self) -> str:
+        """Created once per cluster and never changed: read once per agent."""
+        if self._cluster is None:
+            self._cluster = describe_cluster(
+                runtime.metadata_store(),
+                clock_ms=runtime.clock_ms,
+                random_bytes=runtime.random_bytes,
+            ).cluster_id
+        return self._cluster
 
     def _named_topic_metadata(self, name: str) -> Answer:
         try:
