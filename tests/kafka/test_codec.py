@@ -33,7 +33,7 @@ from tidelog.kafka.codec import (
     encode_response_as,
     frame_size,
 )
-from tidelog.kafka.handlers import api_versions_answer
+from tidelog.kafka.handlers import Handlers, Node, api_versions_answer
 
 st.register_type_strategy(Records, st.binary(max_size=64))
 
@@ -79,6 +79,10 @@ def test_kio_and_kafka_python_agree_on_every_byte(key, version, is_request):
         assert bytes(theirs.encode(version=version)) == ours
 
     round_trip()
+
+
+def test_every_advertised_api_has_a_handler_and_no_other_is_served():
+    assert Handlers(Node(1, "h", 9092)).apis == set(API_VERSIONS)
 
 
 def _metadata_answer() -> dict:

@@ -67,7 +67,7 @@ BROKER_NAMES = {
 }
 
 
-def create_topics(body: Any, version: int) -> Answer:
+def create_topics(body: Any) -> Answer:
     names = Counter(str(t.name) for t in items(body.topics))
     validate_only = bool(field(body, "validate_only", False))
     answers = []
@@ -135,7 +135,7 @@ def _created(name: str, topic: Topic | None, error: TidelogError | None, request
     }
 
 
-def delete_topics(body: Any, version: int) -> Answer:
+def delete_topics(body: Any) -> Answer:
     answers = []
     for request in _deletions(body):
         name, topic_id = request
@@ -175,7 +175,7 @@ def _deleted(name: str | None, topic_id: uuid.UUID, error: TidelogError | None) 
     }
 
 
-def create_partitions(body: Any, version: int) -> Answer:
+def create_partitions(body: Any) -> Answer:
     validate_only = bool(body.validate_only)
     results = []
     for request in items(body.topics):
@@ -205,7 +205,7 @@ def create_partitions(body: Any, version: int) -> Answer:
     return {"throttle_time": 0, "results": results}
 
 
-def describe_configs(body: Any, version: int, node_id: int) -> Answer:
+def describe_configs(body: Any, node_id: int) -> Answer:
     results = []
     for resource in items(body.resources):
         kind, name = int(resource.resource_type), str(resource.resource_name)

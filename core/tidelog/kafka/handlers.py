@@ -60,16 +60,19 @@ class Handlers:
             ApiKey.FETCH: self.fetch,
             ApiKey.LIST_OFFSETS: self.list_offsets,
             ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
-            ApiKey.CREATE_TOPICS: lambda r: admin.create_topics(r.body, r.api_version),
-            ApiKey.DELETE_TOPICS: lambda r: admin.delete_topics(r.body, r.api_version),
-            ApiKey.CREATE_PARTITIONS: lambda r: admin.create_partitions(r.body, r.api_version),
-            ApiKey.DESCRIBE_CONFIGS: lambda r: admin.describe_configs(
-                r.body, r.api_version, self.node.node_id
-            ),
+            ApiKey.CREATE_TOPICS: lambda r: admin.create_topics(r.body),
+            ApiKey.DELETE_TOPICS: lambda r: admin.delete_topics(r.body),
+            ApiKey.CREATE_PARTITIONS: lambda r: admin.create_partitions(r.body),
+            ApiKey.DESCRIBE_CONFIGS: lambda r: admin.describe_configs(r.body, self.node.node_id),
             ApiKey.DESCRIBE_CLUSTER: lambda r: admin.describe_cluster(
                 self.node, self._cluster_id()
             ),
         }
+
+    @property
+    def apis(self) -> frozenset[ApiKey]:
+        """The APIs answered here: exactly those advertised (tests/kafka/test_codec.py)."""
+        return frozenset(self._apis)
 
     def handle(self, request: Request) -> Answer:
         return self._apis[request.api_key](request)
