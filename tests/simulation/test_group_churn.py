@@ -197,24 +197,37 @@ def test_churn(meta, assignor):
         thread.start()
     for thread in threads:
         thread.join(timeout=30)
-    # The churn is over: the survivors must end up owning every partition.
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        group = coord.describe("g")
-        assignment = group.current_assignment()
-        if (
-            group.state.value == "Stable"
-            and assignment is not None
-            and set(group.members) == set(assignment.members)
-        ):
-            owned = [tp.partition for ps in assignment.members.values() for tp in ps]
-            if sorted(owned) == list(range(PARTITIONS)):
-                break
-        time.sleep(0.1)
-    else:
-        pytest.fail(f"seed {SEED}: the survivors never owned every partition")
+
+    def settled(after: int) -> int:
+        """The generation, newer than ``after``, that ends up Stable with its members owning
+        every partition and a heartbeat answered in it."""
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            group = coord.describe("g")
+            assignment = group.current_assignment()
+            if (
+                group.generation > after
+                and group.state.value == "Stable"
+                and assignment is not None
+                and set(group.members) == set(assignment.members)
+            ):
+                owned = sorted(tp.partition for ps in assignment.members.values() for tp in ps)
+                with lock:
+                    seen = any(g == group.generation for _, g in stable_seen)
+                if owned == list(range(PARTITIONS)) and seen:
+                    return group.generation
+            time.sleep(0.1)
+        pytest.fail(f"seed {SEED}: no generation after {after} ended Stable owning everything")
+
+    # The churn is over: the survivors must end up owning every partition. Then one more member
+    # joins, so that commits are checked across at least two generations seen Stable, however
+    # slow the machine made the churn.
+    first = settled(after=0)
+    late = threading.Thread(target=member_life, args=(60, False))
+    late.start()
+    settled(after=first)
     stop.set()
-    for thread in survivors:
+    for thread in [*survivors, late]:
         thread.join(timeout=30)
 
     assert not failures, f"seed {SEED}: {failures[:5]}"
