@@ -64,7 +64,7 @@ class KafkaServer:
         answers: asyncio.Queue[_Pending | None] = asyncio.Queue(MAX_IN_FLIGHT)
         responder = asyncio.create_task(self._respond(answers, writer))
         try:
-            while not responder.done():
+            while True:
                 try:
                     frame = await reader.readexactly(frame_size(await reader.readexactly(4)))
                 except (asyncio.IncompleteReadError, ConnectionError):
@@ -76,9 +76,8 @@ class KafkaServer:
         except FrameError as exc:
             log.info("closing a Kafka connection: %s", exc)
         finally:
-            await answers.put(None)
-            with contextlib.suppress(Exception):
-                await responder
+            await answers.put(None)  # the responder drains the queue whatever happened
+            await responder
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -118,16 +117,27 @@ class KafkaServer:
     async def _respond(
         answers: asyncio.Queue[_Pending | None], writer: asyncio.StreamWriter
     ) -> None:
+        """Write the answers in order until the connection must close; after that, keep
+        taking them from the queue unanswered, so the reading side never waits on it."""
+        writing = True
         while (pending := await answers.get()) is not None:
+            if not writing:
+                continue
+            closes = pending.closes
             try:
                 frame = await pending.future
             except Exception:  # noqa: BLE001 - logged where it was raised
-                return  # a handler failed unexpectedly: Kafka closes the connection too
-            if pending.closes:
-                return
-            if frame is not None:
-                writer.write(frame)
-                await writer.drain()
+                frame, closes = None, True  # a handler failed: Kafka closes the connection too
+            if frame is not None and not closes:
+                try:
+                    writer.write(frame)
+                    await writer.drain()
+                except ConnectionError:
+                    closes = True  # the client went away
+            if not closes:
+                continue
+            writing = False
+            writer.close()  # the reading side sees the end and stops
 
 
 @dataclass
