@@ -20,6 +20,22 @@ def _port(name: str, default: int) -> int:
     return int(value)
 
 
+def _kafka_and_flush(command: argparse.ArgumentParser, *, kafka_help: str, flush_help: str) -> None:
+    """The options `tidelog dev` and `tidelog agent` share: the Kafka port and group commit."""
+    command.add_argument(
+        "--kafka-port",
+        type=int,
+        default=_port("TIDELOG_KAFKA_PORT", 9092),
+        help=f"{kafka_help} (default $TIDELOG_KAFKA_PORT or 9092)",
+    )
+    command.add_argument(
+        "--flush-ms",
+        type=int,
+        default=_port("TIDELOG_FLUSH_MS", 10),
+        help=f"{flush_help} (default $TIDELOG_FLUSH_MS or 10)",
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="tidelog", description="Kafka's log, serverless on AWS.")
     top.add_argument("--version", action="version", version=f"tidelog {__version__}")
@@ -42,18 +58,10 @@ def parser() -> argparse.ArgumentParser:
         help="port of the AWS emulator (default $TIDELOG_AWS_PORT or 4566, LocalStack's)",
     )
 
-    dev.add_argument(
-        "--kafka-port",
-        type=int,
-        default=_port("TIDELOG_KAFKA_PORT", 9092),
-        help="port of the Kafka agent (default $TIDELOG_KAFKA_PORT or 9092)",
-    )
-    dev.add_argument(
-        "--flush-ms",
-        type=int,
-        default=_port("TIDELOG_FLUSH_MS", 10),
-        help="group commit window in ms; 0 flushes every request alone, as Lambda does "
-        "(default $TIDELOG_FLUSH_MS or 10)",
+    _kafka_and_flush(
+        dev,
+        kafka_help="port of the Kafka agent",
+        flush_help="group commit window in ms; 0 flushes every request alone, as Lambda does",
     )
 
     dev.add_argument(
@@ -71,12 +79,6 @@ def parser() -> argparse.ArgumentParser:
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 for all)"
     )
     agent.add_argument(
-        "--kafka-port",
-        type=int,
-        default=_port("TIDELOG_KAFKA_PORT", 9092),
-        help="port to listen on (default $TIDELOG_KAFKA_PORT or 9092)",
-    )
-    agent.add_argument(
         "--advertised-host",
         default=os.environ.get("TIDELOG_ADVERTISED_HOST") or None,
         help="the host clients are told to connect to (default $TIDELOG_ADVERTISED_HOST, else "
@@ -88,11 +90,10 @@ def parser() -> argparse.ArgumentParser:
         help="the cluster's stack name (default $TIDELOG_CLUSTER or tidelog); "
         "TIDELOG_TABLE and TIDELOG_BUCKET, when set, name the resources directly",
     )
-    agent.add_argument(
-        "--flush-ms",
-        type=int,
-        default=_port("TIDELOG_FLUSH_MS", 10),
-        help="group commit window in ms: produces from every connection share it (default 10)",
+    _kafka_and_flush(
+        agent,
+        kafka_help="port to listen on",
+        flush_help="group commit window in ms: produces from every connection share it",
     )
 
     commands.add_parser("openapi", help="print the API's OpenAPI document, built from the code")
