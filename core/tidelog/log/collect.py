@@ -165,6 +165,10 @@ def _delete_unless_in_use(
 ) -> None:
     used = in_use(meta, objects, key, live)
     if used:
+        # Keeping drops the entry for good, so judge that on a fresh read of the index: the
+        # run's copy may predate a retention or roll that has since let go of the object.
+        used = in_use(meta, objects, key)
+    if used:
         result.kept += 1
     elif used is False:
         objects.delete(key)
