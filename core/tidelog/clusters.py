@@ -5,7 +5,7 @@ name ``tidelog dev`` gives its stack and the name the README deploys under. Agai
 bucket and table are the stack's CloudFormation outputs (CloudFormation chooses their names).
 Against an endpoint (``AWS_ENDPOINT_URL``: ``tidelog dev``, LocalStack) the outputs are used if
 the emulator knows the stack, and otherwise the names ``tidelog dev`` gives its resources,
-``<cluster>-databucket`` and ``<cluster>-MetadataTable``.
+``<cluster>-databucket``, ``<cluster>-MetadataTable`` and ``<cluster>-AssignmentStateMachine``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from typing import Any
 DEFAULT_CLUSTER = "tidelog"
 BUCKET_OUTPUT = "DataBucketName"
 TABLE_OUTPUT = "MetadataTableName"
+STATE_MACHINE_OUTPUT = "AssignmentStateMachineArn"
+DEV_ACCOUNT = "123456789012"  # the emulator's account, where tidelog dev's stack lives
 
 
 class ClusterNotFoundError(LookupError):
@@ -28,15 +30,22 @@ class ClusterNotFoundError(LookupError):
 class Location:
     bucket: str
     table: str
+    state_machine: str | None = None
+    """The assignment state machine's ARN: consumer groups need it, reading the log does not."""
 
 
 def cluster_name(given: str | None = None, environ: Mapping[str, str] = os.environ) -> str:
     return given or environ.get("TIDELOG_CLUSTER") or DEFAULT_CLUSTER
 
 
-def dev_location(cluster: str) -> Location:
-    """The names ``tidelog dev`` gives a stack's bucket and table (tidelog.local.template)."""
-    return Location(f"{cluster.lower()}-databucket", f"{cluster}-MetadataTable")
+def dev_location(cluster: str, environ: Mapping[str, str] = os.environ) -> Location:
+    """The names ``tidelog dev`` gives a stack's resources (tidelog.local.template)."""
+    region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    return Location(
+        f"{cluster.lower()}-databucket",
+        f"{cluster}-MetadataTable",
+        f"arn:aws:states:{region}:{DEV_ACCOUNT}:stateMachine:{cluster}-AssignmentStateMachine",
+    )
 
 
 def locate(
@@ -64,4 +73,6 @@ def locate(
             f"stack {cluster!r} has no {BUCKET_OUTPUT} and {TABLE_OUTPUT} outputs: is it a "
             "tidelog stack?"
         )
-    return Location(outputs[BUCKET_OUTPUT], outputs[TABLE_OUTPUT])
+    return Location(
+        outputs[BUCKET_OUTPUT], outputs[TABLE_OUTPUT], outputs.get(STATE_MACHINE_OUTPUT)
+    )

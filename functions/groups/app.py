@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tidelog import api, runtime
 from tidelog.assignors import ASSIGNORS
+from tidelog.errors import InvalidRequestError
 from tidelog.groups import lag
 from tidelog.groups.coordinator import JoinRequest, OffsetCommit
 from tidelog.groups.model import group_partitions
@@ -160,6 +161,9 @@ class GroupList(BaseModel):
 
 @app.post("/v1/groups/<group>/members", summary="Join a consumer group")
 def join(group: api.GroupId, body: Join) -> Joined:
+    # Kafka lets a member subscribe to nothing; over HTTP that is a mistake worth a clear 400.
+    if not body.topics and body.topic_pattern is None:
+        raise InvalidRequestError("give either topics or topic_pattern")
     joined = runtime.coordinator().join(
         group,
         JoinRequest(

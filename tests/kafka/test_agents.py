@@ -12,7 +12,9 @@ import time
 import uuid
 
 import pytest
+from kafka.admin import KafkaAdminClient
 from tests.functional.test_produce_api import call
+from tests.support import devserver
 from tests.support.dynamodb_local import free_port
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -29,6 +31,7 @@ def second_agent(dev):
         "AWS_SECRET_ACCESS_KEY": "test",
         "AWS_DEFAULT_REGION": "us-east-1",
         "TIDELOG_STAGING_DIR": tempfile.mkdtemp(prefix="agent-staging-"),
+        **devserver.FAST_GROUPS,  # the group bounds are each agent's own, as each broker's
     }
     env.pop("TIDELOG_TABLE", None)
     env.pop("TIDELOG_BUCKET", None)
@@ -68,6 +71,26 @@ def test_what_one_agent_acknowledges_another_serves(dev, second_agent):
     got = sorted(m.value for m in consumer)
     consumer.close()
     assert got == sorted(b"v%d" % i for i in range(10))
+
+    # A group coordinated by the second agent: it found the assignment state machine too, and
+    # what the group commits there the first agent reads.
+    member = KafkaConsumer(
+        topic,
+        bootstrap_servers=second_agent,
+        group_id="across",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=3000,
+        session_timeout_ms=2000,
+        heartbeat_interval_ms=200,
+    )
+    assert len(list(member)) == 10
+    member.commit()
+    member.close()
+    admin = KafkaAdminClient(bootstrap_servers=dev.bootstrap)
+    committed = admin.list_group_offsets({"across": None})["across"]
+    admin.close()
+    assert sorted(o.offset for o in committed.values()) == [5, 5]
 
 
 def test_an_agent_names_what_it_needs_when_the_cluster_is_missing(tmp_path):

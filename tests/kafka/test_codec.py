@@ -33,7 +33,8 @@ from tidelog.kafka.codec import (
     encode_response_as,
     frame_size,
 )
-from tidelog.kafka.handlers import Handlers, Node, api_versions_answer
+from tidelog.kafka.handlers import Handlers, api_versions_answer
+from tidelog.kafka.node import Node
 
 st.register_type_strategy(Records, st.binary(max_size=64))
 

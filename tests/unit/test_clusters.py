@@ -26,7 +26,13 @@ class FakeCloudFormation:
         return {"Stacks": [{"StackName": StackName, "Outputs": outputs}]}
 
 
-DEPLOYED = {"prod": {"DataBucketName": "prod-databucket-1x2y", "MetadataTableName": "prod-Meta-9z"}}
+DEPLOYED = {
+    "prod": {
+        "DataBucketName": "prod-databucket-1x2y",
+        "MetadataTableName": "prod-Meta-9z",
+        "AssignmentStateMachineArn": "arn:aws:states:eu-west-1:111122223333:stateMachine:prod-A",
+    }
+}
 
 
 def test_the_name_comes_from_the_caller_then_the_environment_then_the_dev_stack():
@@ -38,14 +44,23 @@ def test_the_name_comes_from_the_caller_then_the_environment_then_the_dev_stack(
 def test_a_deployed_stack_is_found_by_its_outputs():
     cfn = FakeCloudFormation(DEPLOYED)
     found = clusters.locate("prod", endpoint=None, cloudformation=lambda: cfn)
-    assert found == clusters.Location("prod-databucket-1x2y", "prod-Meta-9z")
+    assert found == clusters.Location(
+        "prod-databucket-1x2y",
+        "prod-Meta-9z",
+        "arn:aws:states:eu-west-1:111122223333:stateMachine:prod-A",
+    )
     assert cfn.asked == ["prod"]
 
 
 def test_against_an_endpoint_without_the_stack_the_dev_names_serve():
     cfn = FakeCloudFormation({})
     found = clusters.locate("tidelog", endpoint="http://127.0.0.1:4566", cloudformation=lambda: cfn)
-    assert found == clusters.Location("tidelog-databucket", "tidelog-MetadataTable")
+    assert (found.bucket, found.table) == ("tidelog-databucket", "tidelog-MetadataTable")
+    machine = clusters.dev_location("tidelog", {"AWS_REGION": "eu-west-1"}).state_machine
+    assert (
+        machine
+        == "arn:aws:states:eu-west-1:123456789012:stateMachine:tidelog-AssignmentStateMachine"
+    )
 
 
 def test_against_aws_a_missing_stack_says_how_to_name_one():

@@ -3,12 +3,14 @@ membership, over the in-memory stores with the rebalances played in order."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from tests.support.groups import coordinator
 
 from tidelog.assignors import TopicPartition
 from tidelog.errors import InvalidRequestError
-from tidelog.groups.coordinator import JoinRequest, OffsetCommit
+from tidelog.groups.coordinator import Joined, JoinRequest, OffsetCommit
 from tidelog.groups.model import (
     FencedInstanceError,
     IllegalGenerationError,
@@ -208,7 +210,7 @@ def test_protocols_and_timeouts_are_checked():
         join(coord, session_timeout_ms=10)
     assert caught.value.kafka_error.name == "INVALID_SESSION_TIMEOUT"
     with pytest.raises(InvalidRequestError):
-        join(coord, topics=(), topic_pattern=None)
+        join(coord, topics=("t0",), topic_pattern="t.*")
     with pytest.raises(InvalidRequestError):
         join(coord, topics=(), topic_pattern="(")
     with pytest.raises(InvalidRequestError) as caught:
@@ -319,6 +321,44 @@ def test_the_join_barrier_holds_the_assignment_until_every_member_rejoined():
     assert (answer["waiting"], answer["stale"]) == (False, False)
     owned = [tp for m in (a, b, c) for tp in coord.heartbeat("g", m, 3).assignment]
     assert sorted(owned) == [tp("t0", p) for p in range(4)]
+
+
+def test_a_member_may_subscribe_to_nothing_and_is_given_nothing():
+    # A Kafka consumer whose pattern matches no topic yet joins with an empty subscription.
+    coord, rebalancer, topics, _, _ = coordinator()
+    topics.create("t0", 2, {})
+    idle = join(coord, topics=()).member_id
+    busy = join(coord, topics=("t0",)).member_id
+    rebalancer.run()
+    assert coord.heartbeat("g", idle, 2).assignment == ()
+    assert coord.heartbeat("g", busy, 2).assignment == (tp("t0", 0), tp("t0", 1))
+
+
+def test_a_known_member_rejoining_joins_the_rebalance_or_changes_nothing():
+    """Kafka's JoinGroup with a member id: it joins a rebalance under way; in a Stable group
+    it starts a new generation only if its subscription changed."""
+    coord, rebalancer, topics, _, _ = coordinator()
+    topics.create("t0", 2, {})
+    topics.create("t1", 2, {})
+    subscription = JoinRequest(topics=("t0",), session_timeout_ms=1000, rebalance_timeout_ms=1000)
+    a = coord.join("g", subscription).member_id
+    rebalancer.run()
+    b = coord.join("g", subscription).member_id  # generation 2
+    assert rebalancer.run()[-1]["waiting"] is True  # a has not joined it
+    rejoined = coord.rejoin("g", a, subscription)
+    assert (rejoined.generation, rejoined.state) == (2, State.PREPARING_REBALANCE)
+    assert rebalancer.run()[-1]["waiting"] is False  # the barrier counted the rejoin
+    assert coord.rejoin("g", b, subscription) == Joined(b, 2, State.STABLE)
+    assert rebalancer.started == []  # the same subscription: nothing to do
+    changed = coord.rejoin("g", b, replace(subscription, topics=("t0", "t1")))
+    assert (changed.generation, changed.state) == (3, State.PREPARING_REBALANCE)
+    assert coord.rejoin("g", a, subscription).generation == 3
+    rebalancer.run()
+    assert coord.heartbeat("g", b, 3).assignment == (tp("t0", 1), tp("t1", 0), tp("t1", 1))
+    with pytest.raises(UnknownMemberError):
+        coord.rejoin("g", "nobody", subscription)
+    with pytest.raises(FencedInstanceError):
+        coord.rejoin("g", a, replace(subscription, group_instance_id="host-9"))
 
 
 def test_a_member_that_never_rejoins_is_removed_after_the_rebalance_timeout():

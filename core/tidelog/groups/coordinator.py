@@ -14,6 +14,7 @@ operation on the group (never by DynamoDB TTL).
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -65,6 +66,7 @@ _EXPIRE_AT_ONCE = 90
 REBALANCE_STALL_MS = 60_000
 BARRIER_POLL_S = 1  # how long the state machine waits before asking the barrier again
 _T = TypeVar("_T")
+_PATH_SAFE = re.compile(r"[A-Za-z0-9._~-]{1,100}")
 
 
 class Rebalancer(Protocol):
@@ -81,6 +83,8 @@ class JoinRequest:
     session_timeout_ms: int = 45_000
     rebalance_timeout_ms: int = 300_000
     group_instance_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
 
 
 @dataclass(frozen=True)
@@ -159,7 +163,11 @@ class Coordinator:
         def change(group: Group) -> tuple[Group, list[Write], Joined]:
             instance = request.group_instance_id
             previous = group.static_member(instance) if instance is not None else None
-            prefix = f"{instance}-" if instance is not None else ""
+            # As Kafka names members: after the instance, else the client (when its id is one
+            # that travels in a URL path as it is).
+            client = request.client_id if _PATH_SAFE.fullmatch(request.client_id) else None
+            named = instance if instance is not None else client
+            prefix = f"{named}-" if named else ""
             member = new_member(
                 f"{prefix}{self._new_id()}",
                 topics=request.topics,
@@ -171,6 +179,8 @@ class Coordinator:
                 now_ms=now,
                 limits=self._limits,
                 joined_generation=group.generation + 1,  # the one its join starts
+                client_id=request.client_id,
+                client_host=request.client_host,
             )
             members = {
                 k: v
@@ -206,6 +216,48 @@ class Coordinator:
 
         return self._mutate(name, change, arrived_ms=now)
 
+    def rejoin(self, name: str, member_id: str, request: JoinRequest) -> Joined:
+        """Kafka's JoinGroup from a member the group knows. During a rebalance the member joins
+        it; in a Stable group the same subscription changes nothing (the member syncs the
+        current generation again), a new one starts a rebalance, as does a rebalance that
+        never got its assignment."""
+        validate_group_id(name)
+        now = self._clock_ms()
+
+        def change(group: Group) -> tuple[Group, list[Write], Joined]:
+            member = self._known(group, member_id)
+            if request.group_instance_id != member.group_instance_id:
+                raise FencedInstanceError(
+                    f"member {member_id} joined with group_instance_id "
+                    f"{member.group_instance_id!r}, not {request.group_instance_id!r}"
+                )
+            wanted = new_member(
+                member_id,
+                topics=request.topics,
+                topic_pattern=request.topic_pattern,
+                assignors=request.assignors,
+                session_timeout_ms=request.session_timeout_ms,
+                rebalance_timeout_ms=request.rebalance_timeout_ms,
+                group_instance_id=member.group_instance_id,
+                now_ms=now,
+                limits=self._limits,
+                joined_generation=group.generation,
+                client_id=request.client_id or member.client_id,
+                client_host=request.client_host or member.client_host,
+            )
+            if not wanted.same_subscription(member) or stalled(group, now, REBALANCE_STALL_MS):
+                # The member joins the generation its change starts, as a new member does.
+                joining = replace(wanted, joined_generation=group.generation + 1)
+                members = {**group.members, member_id: joining}
+                changed = rebalanced(group, members, select_protocol(members.values()), now)
+                return changed, [], Joined(member_id, changed.generation, changed.state)
+            if group.state not in REBALANCING:
+                wanted = replace(wanted, joined_generation=member.joined_generation)
+            rejoined = replace(group, members={**group.members, member_id: wanted})
+            return rejoined, [], Joined(member_id, group.generation, group.state)
+
+        return self._mutate(name, change, arrived_ms=now)
+
     def leave(self, name: str, member_id: str) -> Group:
         """The member leaves; the group as it is after."""
         validate_group_id(name)
@@ -226,7 +278,7 @@ class Coordinator:
         generation is Stable it answers the member's assignment."""
         validate_group_id(name)
         now = self._clock_ms()
-        sizes = self._topic_sizes()
+        sizes = self.topic_sizes()
 
         def change(group: Group) -> tuple[Group, list[Write], Group]:
             member = self._known(group, member_id)
@@ -318,7 +370,7 @@ class Coordinator:
             return stale
         if step == "wait":
             return {**answer, "waiting": True, "wait_seconds": BARRIER_POLL_S}
-        sizes = self._topic_sizes()
+        sizes = self.topic_sizes()
         follow_up: list[bool] = [False]
 
         def change(group: Group) -> tuple[Group, list[Write], dict[str, object]]:
@@ -537,7 +589,7 @@ class Coordinator:
 
     # -- the one way state changes ---------------------------------------------------------
 
-    def _topic_sizes(self) -> dict[str, int]:
+    def topic_sizes(self) -> dict[str, int]:
         return {t.name: t.partitions for t in self._topics.list()}
 
     def _expired(self, group: Group, at_ms: int | None = None) -> Group:

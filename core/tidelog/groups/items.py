@@ -78,6 +78,8 @@ def member_from_item(item: Mapping[str, object]) -> Member:
             None if item.get("group_instance_id") is None else str(item["group_instance_id"])
         ),
         joined_generation=int_of(item.get("joined_generation", 0)),
+        client_id=str(item.get("client_id", "")),
+        client_host=str(item.get("client_host", "")),
     )
 
 
@@ -97,6 +99,10 @@ def member_item(name: str, member: Member) -> Item:
         item["topic_pattern"] = member.topic_pattern
     if member.group_instance_id is not None:
         item["group_instance_id"] = member.group_instance_id
+    if member.client_id:
+        item["client_id"] = member.client_id
+    if member.client_host:
+        item["client_host"] = member.client_host
     return item
 
 

@@ -105,6 +105,10 @@ class Member:
     joined_generation: int = 0
     """The newest generation the member has joined: by joining, or by a heartbeat naming it
     during the rebalance, which says it gave up what it must (Kafka's JoinGroup)."""
+    client_id: str = ""
+    client_host: str = ""
+    """Who the member says it is (a Kafka client's id) and where it connected from, as Kafka's
+    DescribeGroups answers them; empty over HTTP."""
 
     def expired(self, now_ms: int) -> bool:
         return self.heartbeat_ms + self.session_timeout_ms < now_ms
@@ -206,9 +210,11 @@ def new_member(
     now_ms: int,
     limits: Limits,
     joined_generation: int = 0,
+    client_id: str = "",
+    client_host: str = "",
 ) -> Member:
-    if bool(topics) == (topic_pattern is not None):
-        raise InvalidRequestError("give either topics or topic_pattern")
+    if topics and topic_pattern is not None:
+        raise InvalidRequestError("give either topics or topic_pattern, not both")
     if topic_pattern is not None:
         try:
             re.compile(topic_pattern)
@@ -241,6 +247,8 @@ def new_member(
         heartbeat_ms=now_ms,
         group_instance_id=group_instance_id,
         joined_generation=joined_generation,
+        client_id=client_id,
+        client_host=client_host,
     )
 
 

@@ -14,7 +14,8 @@ import socket
 import threading
 
 from tidelog import __version__, aws, clusters, runtime
-from tidelog.kafka.handlers import Handlers, Node
+from tidelog.kafka.handlers import Handlers
+from tidelog.kafka.node import Node
 from tidelog.kafka.server import KafkaServer
 
 DEFAULT_PORT = 9092
@@ -92,6 +93,8 @@ def run(
             cloudformation=lambda: aws.client("cloudformation"),
         )
         os.environ.update(TIDELOG_TABLE=location.table, TIDELOG_BUCKET=location.bucket)
+        if location.state_machine and not os.environ.get("TIDELOG_ASSIGNMENT_STATE_MACHINE"):
+            os.environ["TIDELOG_ASSIGNMENT_STATE_MACHINE"] = location.state_machine
     os.environ["TIDELOG_FLUSH_MS"] = str(flush_ms)
     runtime.reset()
     stopping = threading.Event()

@@ -13,6 +13,15 @@ class ApiKey(enum.IntEnum):
     FETCH = 1
     LIST_OFFSETS = 2
     METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
@@ -28,6 +37,15 @@ API_VERSIONS = MappingProxyType(
         ApiKey.FETCH: (4, 12),
         ApiKey.LIST_OFFSETS: (1, 7),
         ApiKey.METADATA: (0, 11),
+        ApiKey.OFFSET_COMMIT: (2, 8),
+        ApiKey.OFFSET_FETCH: (1, 8),
+        ApiKey.FIND_COORDINATOR: (0, 4),
+        ApiKey.JOIN_GROUP: (2, 7),
+        ApiKey.HEARTBEAT: (0, 4),
+        ApiKey.LEAVE_GROUP: (0, 4),
+        ApiKey.SYNC_GROUP: (0, 5),
+        ApiKey.DESCRIBE_GROUPS: (0, 5),
+        ApiKey.LIST_GROUPS: (0, 4),
         ApiKey.API_VERSIONS: (0, 3),
         ApiKey.CREATE_TOPICS: (2, 7),
         ApiKey.DELETE_TOPICS: (1, 6),

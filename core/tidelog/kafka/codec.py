@@ -56,6 +56,7 @@ class Request:
     correlation_id: int
     client_id: str | None
     body: Any  # the kio entity of that API and version
+    client_host: str = ""  # where the connection came from, as Kafka names it: "/10.0.0.7"
 
 
 def frame_size(prefix: bytes) -> int:

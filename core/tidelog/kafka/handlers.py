@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from tidelog import runtime
@@ -19,6 +18,8 @@ from tidelog.errors import KAFKA_ERRORS, TidelogError
 from tidelog.kafka import admin
 from tidelog.kafka.apis import API_VERSIONS, ApiKey
 from tidelog.kafka.codec import Request, field, items
+from tidelog.kafka.groups import GroupHandlers
+from tidelog.kafka.node import Node
 from tidelog.kafka.watcher import HighWatermarkWatcher, Partition
 from tidelog.log.fetch import OffsetOutOfRangeError, PartitionData
 from tidelog.log.head import high_watermarks
@@ -38,21 +39,12 @@ def code(name: str) -> int:
     return KAFKA_ERRORS[name].code
 
 
-@dataclass(frozen=True)
-class Node:
-    """How clients reach this agent: Metadata's broker entry."""
-
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
-
-
 class Handlers:
     def __init__(self, node: Node) -> None:
         self.node = node
         self._watcher = HighWatermarkWatcher(_high_watermarks)
         self._cluster: str | None = None
+        groups = GroupHandlers(lambda: self.node)
         self._apis: Mapping[ApiKey, Callable[[Request], Answer]] = {
             ApiKey.API_VERSIONS: self.api_versions,
             ApiKey.METADATA: self.metadata,
@@ -60,6 +52,15 @@ class Handlers:
             ApiKey.FETCH: self.fetch,
             ApiKey.LIST_OFFSETS: self.list_offsets,
             ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
+            ApiKey.FIND_COORDINATOR: groups.find_coordinator,
+            ApiKey.JOIN_GROUP: groups.join_group,
+            ApiKey.SYNC_GROUP: groups.sync_group,
+            ApiKey.HEARTBEAT: groups.heartbeat,
+            ApiKey.LEAVE_GROUP: groups.leave_group,
+            ApiKey.OFFSET_COMMIT: groups.offset_commit,
+            ApiKey.OFFSET_FETCH: groups.offset_fetch,
+            ApiKey.DESCRIBE_GROUPS: groups.describe_groups,
+            ApiKey.LIST_GROUPS: groups.list_groups,
             ApiKey.CREATE_TOPICS: lambda r: admin.create_topics(r.body),
             ApiKey.DELETE_TOPICS: lambda r: admin.delete_topics(r.body),
             ApiKey.CREATE_PARTITIONS: lambda r: admin.create_partitions(r.body),

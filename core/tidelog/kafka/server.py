@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -30,15 +31,16 @@ from tidelog.kafka.handlers import Handlers, api_versions_answer, code
 log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT = 16  # per connection; clients default to 5
+WAITING = frozenset({ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP})
 
 
 class KafkaServer:
-    def __init__(self, handlers: Handlers, *, workers: int = 32, fetchers: int = 64) -> None:
+    def __init__(self, handlers: Handlers, *, workers: int = 32, waiters: int = 64) -> None:
         self.handlers = handlers
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="tidelog-kafka")
-        # Fetches wait out their long polls in threads of their own, so that consumers waiting
-        # for data never hold up the produce requests they are waiting for.
-        self._fetch_pool = ThreadPoolExecutor(fetchers, thread_name_prefix="tidelog-fetch")
+        # Requests that wait (a fetch's long poll, a member waiting for its group) do so in
+        # threads of their own, so they never hold up the requests they are waiting for.
+        self._waiting_pool = ThreadPoolExecutor(waiters, thread_name_prefix="tidelog-wait")
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
 
@@ -55,12 +57,14 @@ class KafkaServer:
             writer.close()  # each connection's read ends, and its loop with it
         await asyncio.gather(*self._connections, return_exceptions=True)
         self._pool.shutdown(wait=False, cancel_futures=True)
-        self._fetch_pool.shutdown(wait=False, cancel_futures=True)
+        self._waiting_pool.shutdown(wait=False, cancel_futures=True)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._connections[task] = writer
+        peer = writer.get_extra_info("peername")
+        host = f"/{peer[0]}" if isinstance(peer, tuple) else ""
         answers: asyncio.Queue[_Pending | None] = asyncio.Queue(MAX_IN_FLIGHT)
         responder = asyncio.create_task(self._respond(answers, writer))
         try:
@@ -69,7 +73,7 @@ class KafkaServer:
                     frame = await reader.readexactly(frame_size(await reader.readexactly(4)))
                 except (asyncio.IncompleteReadError, ConnectionError):
                     break
-                pending = self._answer(frame)
+                pending = self._answer(frame, host)
                 await answers.put(pending)
                 if pending.closes:
                     break
@@ -83,10 +87,10 @@ class KafkaServer:
                 await writer.wait_closed()
             self._connections.pop(task, None)
 
-    def _answer(self, frame: bytes) -> _Pending:
+    def _answer(self, frame: bytes, host: str) -> _Pending:
         loop = asyncio.get_running_loop()
         try:
-            request = decode_request(frame)
+            request = dataclasses.replace(decode_request(frame), client_host=host)
         except UnsupportedVersionError as exc:
             # ApiVersions at a version we do not know is answered at v0 with our versions
             # (KIP-511); any other API at a version we did not advertise closes the connection.
@@ -100,7 +104,7 @@ class KafkaServer:
         except FrameError as exc:
             log.info("closing a Kafka connection: %s", exc)
             return _Pending.closing(loop)
-        pool = self._fetch_pool if request.api_key == ApiKey.FETCH else self._pool
+        pool = self._waiting_pool if request.api_key in WAITING else self._pool
         return _Pending(asyncio.ensure_future(loop.run_in_executor(pool, self._handle, request)))
 
     def _handle(self, request: Request) -> bytes | None:

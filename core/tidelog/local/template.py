@@ -17,9 +17,9 @@ from typing import Any
 
 import yaml
 
-from tidelog.clusters import DEFAULT_CLUSTER
+from tidelog.clusters import DEFAULT_CLUSTER, DEV_ACCOUNT
 
-ACCOUNT_ID = "123456789012"  # moto's default account
+ACCOUNT_ID = DEV_ACCOUNT  # moto's default account
 
 
 class TemplateError(ValueError):

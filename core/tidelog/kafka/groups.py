@@ -1,0 +1,472 @@
+"""Kafka's consumer-group APIs over tidelog's coordinator: the classic protocol (JoinGroup,
+SyncGroup, Heartbeat, LeaveGroup), committed offsets, and describing, listing and finding
+groups.
+
+In Kafka one member of each group, the leader, runs the assignor and hands the assignment out
+through SyncGroup. Here the coordinator runs it, in the assignment state machine, as it does for
+the HTTP API: so JoinGroup names a leader that is no member, every client acts as a follower and
+sends an empty SyncGroup, and SyncGroup answers the assignment the state machine wrote. Any
+client of the classic protocol works this way, whatever assignor it names, as long as tidelog
+has one of that name (range, roundrobin, sticky, cooperative-sticky).
+
+JoinGroup and SyncGroup wait, as Kafka's do: JoinGroup until every member has joined the
+generation (the join barrier), SyncGroup until its assignment is written. A member waiting in
+them stays alive, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from tidelog import runtime
+from tidelog.assignors import ASSIGNORS
+from tidelog.errors import KAFKA_ERRORS, TidelogError
+from tidelog.groups.coordinator import CommitResult, Coordinator, JoinRequest, OffsetCommit
+from tidelog.groups.model import (
+    Assignment,
+    FencedInstanceError,
+    Group,
+    IllegalGenerationError,
+    InconsistentProtocolError,
+    RebalanceInProgressError,
+    State,
+    UnknownMemberError,
+    validate_group_id,
+)
+from tidelog.kafka.codec import Request, field, items
+from tidelog.kafka.consumer_protocol import (
+    PROTOCOL_TYPE,
+    read_subscription,
+    write_assignment,
+    write_subscription,
+)
+from tidelog.kafka.node import Node
+
+Answer = dict[str, Any]
+_R = TypeVar("_R")
+
+LEADER = "tidelog"
+"""JoinGroup's leader: no member's id (each starts with a client id or a uuid), so no client
+runs an assignor of its own."""
+POLL_S = 0.2
+"""How often a waiting JoinGroup or SyncGroup reads the group (one query each time)."""
+GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator's key types
+NO_OFFSET = -1
+NONE = 0
+
+
+def code(name: str) -> int:
+    return KAFKA_ERRORS[name].code
+
+
+class GroupHandlers:
+    """``whereabouts`` is this agent, where FindCoordinator sends a client: every agent
+    coordinates every group, as all of them read and write the same table."""
+
+    def __init__(
+        self,
+        whereabouts: Callable[[], Node],
+        *,
+        coordinator: Callable[[], Coordinator] = runtime.coordinator,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._whereabouts = whereabouts
+        self._coordinator = coordinator
+        self._monotonic = monotonic
+        self._sleep = sleep
+
+    # FindCoordinator ---------------------------------------------------------------------
+
+    def find_coordinator(self, request: Request) -> Answer:
+        key_type = int(field(request.body, "key_type", GROUP_KEY))
+        keys = field(request.body, "coordinator_keys")
+        if keys is None:  # before v4: one key
+            keys = [field(request.body, "key")]
+        found = [self._coordinator_of(str(key), key_type) for key in keys]
+        first = found[0] if found else {}  # what versions before 4 answer, at the top level
+        return {"throttle_time": 0, **first, "coordinators": found}
+
+    def _coordinator_of(self, key: str, key_type: int) -> Answer:
+        here = self._whereabouts()
+        answer = {
+            "key": key,
+            "node_id": here.node_id,
+            "host": here.host,
+            "port": here.port,
+            "error_code": NONE,
+            "error_message": None,
+        }
+        if key_type != GROUP_KEY:
+            # Transactions are refused where they start (InitProducerId), with the same error.
+            error = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+            answer.update(node_id=-1, host="", port=-1, error_code=code(error), error_message=None)
+        return answer
+
+    # JoinGroup ---------------------------------------------------------------------------
+
+    def join_group(self, request: Request) -> Answer:
+        body = request.body
+        member_id = str(body.member_id)
+        try:
+            join = _join_request(request)
+            coordinator = self._coordinator()
+            if member_id:
+                joined = coordinator.rejoin(str(body.group_id), member_id, join)
+            else:
+                joined = coordinator.join(str(body.group_id), join)
+            member_id = joined.member_id
+            generation, protocol = self._await(
+                str(body.group_id), member_id, join.rebalance_timeout_ms, _joined(member_id)
+            )
+        except TidelogError as exc:
+            return _join_error(exc, member_id)
+        return {
+            "throttle_time": 0,
+            "error_code": NONE,
+            "generation_id": generation,
+            "protocol_type": PROTOCOL_TYPE,
+            "protocol_name": protocol,
+            "leader": LEADER,
+            "skip_assignment": False,
+            "member_id": member_id,
+            "members": [],
+        }
+
+    # SyncGroup ---------------------------------------------------------------------------
+
+    def sync_group(self, request: Request) -> Answer:
+        body = request.body
+        name, member_id, generation = (
+            str(body.group_id),
+            str(body.member_id),
+            int(body.generation_id),
+        )
+
+        def assigned(group: Group) -> Assignment | None:
+            if generation > group.generation:
+                raise _illegal_generation(generation, group)
+            if group.assignment is not None and group.assignment.generation == generation:
+                # Written, even if the next generation has begun since (a cooperative
+                # follow-up starts at once): the member must learn what it gives up first.
+                return group.assignment
+            if generation < group.generation:
+                raise _moved_on(group)
+            return None
+
+        try:
+            validate_group_id(name)
+            member = self._coordinator().load(name).members.get(member_id)
+            timeout_ms = member.rebalance_timeout_ms if member is not None else 0
+            assignment = self._await(name, member_id, timeout_ms, assigned)
+        except TidelogError as exc:
+            return {"throttle_time": 0, "error_code": exc.kafka_error.code, "assignment": b""}
+        return {
+            "throttle_time": 0,
+            "error_code": NONE,
+            "protocol_type": PROTOCOL_TYPE,
+            "protocol_name": assignment.protocol,
+            "assignment": write_assignment(assignment.of(member_id)),
+        }
+
+    def _await(
+        self, name: str, member_id: str, timeout_ms: int, ready: Callable[[Group], _R | None]
+    ) -> _R:
+        """What ``ready`` finds in the group, read every POLL_S until it finds something. The
+        member's session is kept alive meanwhile (a third of its timeout apart, as a consumer
+        heartbeats); past ``timeout_ms`` (its rebalance timeout, by which the barrier has
+        removed the laggards) the client is told to join again."""
+        coordinator = self._coordinator()
+        deadline = self._monotonic() + timeout_ms / 1000
+        touched = self._monotonic()
+        while True:
+            group = coordinator.load(name)
+            member = group.members.get(member_id)
+            if member is None:
+                raise _gone(group, member_id)
+            found = ready(group)
+            if found is not None:
+                return found
+            now = self._monotonic()
+            if now >= deadline:
+                raise _moved_on(group)
+            if now - touched >= member.session_timeout_ms / 3000:
+                # Named by the generation the member has joined: never one it was not told of.
+                self._touch(coordinator, name, member_id, member.joined_generation)
+                touched = now
+            self._sleep(POLL_S)
+
+    @staticmethod
+    def _touch(coordinator: Coordinator, name: str, member_id: str, generation: int) -> None:
+        # A rebalance is what a waiting member expects; its session was renewed all the same.
+        with contextlib.suppress(RebalanceInProgressError):
+            coordinator.heartbeat(name, member_id, generation)
+
+    # Heartbeat ---------------------------------------------------------------------------
+
+    def heartbeat(self, request: Request) -> Answer:
+        body = request.body
+        name, member_id, generation = (
+            str(body.group_id),
+            str(body.member_id),
+            int(body.generation_id),
+        )
+        try:
+            beat = self._coordinator().heartbeat(name, member_id, generation)
+            error = NONE if beat.generation == generation else code("REBALANCE_IN_PROGRESS")
+        except RebalanceInProgressError as exc:
+            # Once every member has joined, the assignment is being computed: a member that
+            # joined this generation carries on (Kafka's CompletingRebalance).
+            completing = exc.state == State.COMPLETING_REBALANCE and exc.generation == generation
+            error = NONE if completing else exc.kafka_error.code
+        except TidelogError as exc:
+            error = exc.kafka_error.code
+        return {"throttle_time": 0, "error_code": error}
+
+    # LeaveGroup --------------------------------------------------------------------------
+
+    def leave_group(self, request: Request) -> Answer:
+        body = request.body
+        name = str(body.group_id)
+        members = field(body, "members")
+        if members is None:  # before v3: one member, by id
+            return {"throttle_time": 0, "error_code": self._leave(name, str(body.member_id), None)}
+        left = [
+            {
+                "member_id": str(m.member_id),
+                "group_instance_id": m.group_instance_id,
+                "error_code": self._leave(name, str(m.member_id), m.group_instance_id),
+            }
+            for m in items(members)
+        ]
+        return {"throttle_time": 0, "error_code": NONE, "members": left}
+
+    def _leave(self, name: str, member_id: str, instance_id: str | None) -> int:
+        coordinator = self._coordinator()
+        try:
+            if not member_id and instance_id is not None:  # a static member, by its instance
+                found = coordinator.load(validate_group_id(name)).static_member(instance_id)
+                if found is None:
+                    return code("UNKNOWN_MEMBER_ID")
+                member_id = found.member_id
+            coordinator.leave(name, member_id)
+        except TidelogError as exc:
+            return exc.kafka_error.code
+        return NONE
+
+    # OffsetCommit and OffsetFetch --------------------------------------------------------
+
+    def offset_commit(self, request: Request) -> Answer:
+        body = request.body
+        wanted = [
+            (str(t.name), int(p.partition_index), int(p.committed_offset), p.committed_metadata)
+            for t in items(body.topics)
+            for p in items(t.partitions)
+        ]
+        try:
+            results = self._coordinator().commit(
+                str(body.group_id),
+                str(body.member_id),
+                int(body.generation_id_or_member_epoch),
+                [OffsetCommit(t, p, offset, metadata or "") for t, p, offset, metadata in wanted],
+            )
+        except TidelogError as exc:  # the whole request was refused: every partition says so
+            results = [CommitResult(t, p, error=exc) for t, p, _, _ in wanted]
+        by_topic: dict[str, list[Answer]] = {}
+        for result in results:
+            error = NONE if result.error is None else result.error.kafka_error.code
+            by_topic.setdefault(result.topic, []).append(
+                {"partition_index": result.partition, "error_code": error}
+            )
+        return {
+            "throttle_time": 0,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
+
+    def offset_fetch(self, request: Request) -> Answer:
+        body = request.body
+        groups = field(body, "groups")
+        if groups is None:  # before v8: one group
+            answer = self._fetch_offsets(str(body.group_id), body.topics)
+            return {"throttle_time": 0, **answer}
+        return {
+            "throttle_time": 0,
+            "groups": [
+                {"group_id": str(g.group_id), **self._fetch_offsets(str(g.group_id), g.topics)}
+                for g in items(groups)
+            ],
+        }
+
+    def _fetch_offsets(self, name: str, topics: Iterable[Any] | None) -> Answer:
+        """A group's committed offsets: of the partitions named, or all it has (``topics``
+        null). A partition without one answers offset -1, as Kafka's does."""
+        try:
+            committed = self._coordinator().committed(validate_group_id(name))
+        except TidelogError as exc:
+            return {"topics": [], "error_code": exc.kafka_error.code}
+        if topics is None:
+            wanted = sorted(committed)
+        else:
+            wanted = [(str(t.name), int(p)) for t in topics for p in items(t.partition_indexes)]
+        by_topic: dict[str, list[Answer]] = {}
+        for topic, partition in wanted:
+            found = committed.get((topic, partition))
+            by_topic.setdefault(topic, []).append(
+                {
+                    "partition_index": partition,
+                    "committed_offset": NO_OFFSET if found is None else found.offset,
+                    "committed_leader_epoch": -1,
+                    "metadata": "" if found is None else found.metadata,
+                    "error_code": NONE,
+                }
+            )
+        return {
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+            "error_code": NONE,
+        }
+
+    # DescribeGroups and ListGroups -------------------------------------------------------
+
+    def describe_groups(self, request: Request) -> Answer:
+        return {
+            "throttle_time": 0,
+            "groups": [self._describe(str(name)) for name in items(request.body.groups)],
+        }
+
+    def _describe(self, name: str) -> Answer:
+        try:
+            group = self._coordinator().describe(name)
+        except TidelogError as exc:
+            return {
+                "error_code": exc.kafka_error.code,
+                "group_id": name,
+                "group_state": "",
+                "protocol_type": "",
+                "protocol_data": "",
+                "members": [],
+                "authorized_operations": -(2**31),
+            }
+        assignment = group.current_assignment() if group.state == State.STABLE else None
+        patterns = any(m.topic_pattern is not None for m in group.members.values())
+        names = sorted(self._coordinator().topic_sizes()) if patterns else []
+        return {
+            "error_code": NONE,
+            "group_id": name,
+            "group_state": group.state.value,
+            "protocol_type": PROTOCOL_TYPE if group.exists else "",
+            "protocol_data": group.protocol or "",
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "member_metadata": write_subscription(
+                        m.topics or [t for t in names if m.subscribes(t)]
+                    ),
+                    "member_assignment": (
+                        write_assignment(assignment.of(m.member_id)) if assignment else b""
+                    ),
+                }
+                for m in sorted(group.members.values(), key=lambda m: m.member_id)
+            ],
+            "authorized_operations": -(2**31),
+        }
+
+    def list_groups(self, request: Request) -> Answer:
+        states = {s.lower() for s in items(field(request.body, "states_filter"))}
+        listed = [
+            {
+                "group_id": group.name,
+                "protocol_type": PROTOCOL_TYPE if group.exists else "",
+                "group_state": group.state.value,
+            }
+            for group in self._coordinator().groups()
+            if not states or group.state.value.lower() in states
+        ]
+        return {"throttle_time": 0, "error_code": NONE, "groups": listed}
+
+
+def _member(body: Any) -> tuple[str, str, int]:
+    return str(body.group_id), str(body.member_id), int(body.generation_id)
+
+
+def _join_request(request: Request) -> JoinRequest:
+    body = request.body
+    if str(body.protocol_type) != PROTOCOL_TYPE:
+        raise InconsistentProtocolError(
+            f"protocol type {body.protocol_type!r}: tidelog runs the assignors of consumer "
+            "groups itself, and knows no others"
+        )
+    known = [p for p in items(body.protocols) if str(p.name) in ASSIGNORS]
+    if not known:
+        raise InconsistentProtocolError(
+            f"none of the assignors {[str(p.name) for p in items(body.protocols)]} is one "
+            f"tidelog runs ({', '.join(ASSIGNORS)})"
+        )
+    session_ms = int(body.session_timeout.total_seconds() * 1000)
+    rebalance = field(body, "rebalance_timeout")  # v0 has none: the session timeout serves
+    rebalance_ms = int(rebalance.total_seconds() * 1000) if rebalance is not None else session_ms
+    return JoinRequest(
+        topics=read_subscription(known[0].metadata),
+        assignors=[str(p.name) for p in known],
+        session_timeout_ms=session_ms,
+        rebalance_timeout_ms=rebalance_ms if rebalance_ms > 0 else session_ms,
+        group_instance_id=field(body, "group_instance_id"),
+        client_id=request.client_id or "",
+        client_host=request.client_host,
+    )
+
+
+def _join_error(error: TidelogError, member_id: str) -> Answer:
+    return {
+        "throttle_time": 0,
+        "error_code": error.kafka_error.code,
+        "generation_id": -1,
+        "protocol_type": None,
+        "protocol_name": None,
+        "leader": "",
+        "member_id": member_id,
+        "members": [],
+    }
+
+
+def _joined(member_id: str) -> Callable[[Group], tuple[int, str | None] | None]:
+    """JoinGroup's answer, once the generation the member has joined is past the barrier:
+    being assigned, or assigned (even if the next one has begun since). A generation
+    superseded before its assignment carries the member on to the next, which it waits for."""
+
+    def joined(group: Group) -> tuple[int, str | None] | None:
+        generation = group.members[member_id].joined_generation
+        if group.assignment is not None and group.assignment.generation == generation:
+            return generation, group.assignment.protocol
+        if group.generation == generation and group.state != State.PREPARING_REBALANCE:
+            return generation, group.protocol
+        return None
+
+    return joined
+
+
+def _gone(group: Group, member_id: str) -> TidelogError:
+    if member_id in group.fenced:
+        return FencedInstanceError(f"member {member_id} was replaced by a newer instance")
+    return UnknownMemberError(f"member {member_id!r} is not in group {group.name!r}")
+
+
+def _moved_on(group: Group) -> TidelogError:
+    """The member must join again: the group moved past its generation (it is kept in the
+    new one, so it rejoins under the same id)."""
+    return RebalanceInProgressError(
+        f"group {group.name} moved on to generation {group.generation}",
+        generation=group.generation,
+        state=group.state.value,
+    )
+
+
+def _illegal_generation(generation: int, group: Group) -> TidelogError:
+    return IllegalGenerationError(
+        f"generation {generation} is ahead of the group's {group.generation}"
+    )
