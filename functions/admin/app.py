@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, Field
 
 from tidelog import api, runtime
 from tidelog.log import configs as topic_configs
 from tidelog.log.head import high_watermarks
 from tidelog.log.topics import MAX_PARTITIONS, Topic
+from tidelog.telemetry import Metrics, MetricUnit
 
 app = api.resolver()
 logger = Logger(service="tidelog-admin")

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools import Logger
 from pydantic import BaseModel
 
 from tidelog import __version__, api, runtime
 from tidelog.cluster import describe_cluster
+from tidelog.telemetry import Metrics, MetricUnit
 
 app = api.resolver()
 logger = Logger(service="tidelog-cluster")

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, Field
 
 from tidelog import api, runtime
 from tidelog.errors import TidelogError
 from tidelog.log import serve
+from tidelog.telemetry import Metrics, MetricUnit
 
 app = api.resolver()
 logger = Logger(service="tidelog-fetch")

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools import Logger
 from pydantic import BaseModel, ConfigDict, Field
 
 from tidelog import api, runtime
@@ -24,6 +23,7 @@ from tidelog.errors import InvalidRequestError
 from tidelog.groups import lag
 from tidelog.groups.coordinator import JoinRequest, OffsetCommit
 from tidelog.groups.model import group_partitions
+from tidelog.telemetry import Metrics, MetricUnit
 
 app = api.resolver()
 logger = Logger(service="tidelog-groups")

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools import Logger
 
 from tidelog import runtime
 from tidelog.errors import InvalidRequestError
 from tidelog.log.housekeeping import COLLECTION_JOBS, MAINTENANCE_JOBS
+from tidelog.telemetry import Metrics, MetricUnit
 
 logger = Logger(service="tidelog-housekeeping")
 metrics = Metrics(namespace="tidelog", service="housekeeping")

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, Field
 
 from tidelog import api, runtime
@@ -26,6 +25,7 @@ from tidelog.log.produce import (
 )
 from tidelog.log.producer_ids import allocate_producer_id
 from tidelog.log.writer import AppendRequest
+from tidelog.telemetry import Metrics, MetricUnit
 
 app = api.resolver()
 logger = Logger(service="tidelog-produce")

@@ -13,8 +13,8 @@ from tests.support.groups import coordinator
 from tidelog.assignors import TopicPartition
 from tidelog.groups.coordinator import JoinRequest
 from tidelog.groups.model import State
-from tidelog.kafka.apis import ApiKey
-from tidelog.kafka.codec import Request, build
+from tidelog.kafka.apis import API_VERSIONS, ApiKey
+from tidelog.kafka.codec import Request, build, encode_response_as
 from tidelog.kafka.consumer_protocol import (
     read_assignment,
     read_subscription,
@@ -25,7 +25,8 @@ from tidelog.kafka.groups import LEADER, GroupHandlers
 from tidelog.kafka.node import Node
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, ILLEGAL_GENERATION, INCONSISTENT_PROTOCOL = 0, 3, 22, 23
-UNKNOWN_MEMBER, REBALANCING, INVALID_REQUEST, TRANSACTIONAL_ID, FENCED = 25, 27, 42, 53, 82
+UNKNOWN_MEMBER, REBALANCING, INVALID_REQUEST, TRANSACTIONAL_ID = 25, 27, 42, 53
+MEMBER_ID_REQUIRED, FENCED = 79, 82
 
 
 SUBSCRIPTION = JoinRequest(topics=("t",), session_timeout_ms=6000, rebalance_timeout_ms=10_000)
@@ -58,6 +59,13 @@ class Agent:
     def call(self, key: ApiKey, version: int, body: dict) -> dict:
         entity = build(load_request_schema(key, version), body)
         request = Request(key, version, 1, "app-1", entity, client_host="/10.0.0.9")
+        answer = self._handler(key)(request)
+        low, high = API_VERSIONS[key]
+        for fits in range(low, high + 1):  # answers are version-free: each fits every version
+            encode_response_as(key, fits, 1, answer)
+        return answer
+
+    def _handler(self, key: ApiKey) -> Callable[[Request], dict]:
         return {
             ApiKey.JOIN_GROUP: self.groups.join_group,
             ApiKey.SYNC_GROUP: self.groups.sync_group,
@@ -68,7 +76,7 @@ class Agent:
             ApiKey.FIND_COORDINATOR: self.groups.find_coordinator,
             ApiKey.DESCRIBE_GROUPS: self.groups.describe_groups,
             ApiKey.LIST_GROUPS: self.groups.list_groups,
-        }[key](request)
+        }[key]
 
     def join(self, member_id="", *, protocols=("range",), topics=("t",), **extra) -> dict:
         body = {
@@ -80,7 +88,10 @@ class Agent:
             "protocols": [{"name": p, "metadata": write_subscription(topics)} for p in protocols],
             **extra,
         }
-        return self.call(ApiKey.JOIN_GROUP, 7, body)
+        answer = self.call(ApiKey.JOIN_GROUP, 7, body)
+        if answer["error_code"] == MEMBER_ID_REQUIRED:  # as every client does: join with it
+            answer = self.call(ApiKey.JOIN_GROUP, 7, {**body, "member_id": answer["member_id"]})
+        return answer
 
     def sync(self, member_id: str, generation: int) -> dict:
         body = {"group_id": "g", "generation_id": generation, "member_id": member_id}
@@ -163,6 +174,39 @@ def test_a_lone_member_joins_syncs_and_is_given_every_partition():
     synced = agent.sync(joined["member_id"], 1)
     assert (synced["partitions"], synced["protocol_name"]) == (tps(0, 1, 2, 3), "range")
     assert agent.beat(joined["member_id"], 1) == NONE
+
+
+def test_a_new_member_is_given_its_id_first_and_joins_with_it():
+    """KIP-394: JoinGroup v4+ without a member id answers MEMBER_ID_REQUIRED with one, and
+    nothing joins until the client comes back with it, within its session timeout."""
+    agent = Agent()
+    body = {
+        "group_id": "g",
+        "session_timeout": 6000,
+        "rebalance_timeout": 10_000,
+        "member_id": "",
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": write_subscription(["t"])}],
+    }
+    first = agent.call(ApiKey.JOIN_GROUP, 4, body)
+    assert first["error_code"] == MEMBER_ID_REQUIRED
+    assert first["member_id"].startswith("app-1-")  # Kafka's shape: the client id, a uuid
+    group = agent.coord.load("g")
+    assert (group.members, group.generation) == ({}, 0)
+    joined = agent.call(ApiKey.JOIN_GROUP, 4, {**body, "member_id": first["member_id"]})
+    assert (joined["error_code"], joined["member_id"]) == (NONE, first["member_id"])
+    assert agent.coord.load("g").pending == {}
+    invented = agent.call(ApiKey.JOIN_GROUP, 4, {**body, "member_id": "app-1-invented"})
+    assert invented["error_code"] == UNKNOWN_MEMBER
+    late = agent.call(ApiKey.JOIN_GROUP, 7, body)["member_id"]
+    agent.clock.now += 6001  # its session timeout passed before it came back
+    assert agent.call(ApiKey.JOIN_GROUP, 7, {**body, "member_id": late})["error_code"] == (
+        UNKNOWN_MEMBER
+    )
+    agent.coord.describe("g")  # the next operation on the group drops the id, as a session
+    assert agent.coord.load("g").pending == {}
+    # Before v4, and for static members, a join needs no second round.
+    assert agent.call(ApiKey.JOIN_GROUP, 3, body)["error_code"] == NONE
 
 
 def test_a_join_waits_at_the_barrier_until_the_other_member_has_rejoined():
@@ -390,3 +434,18 @@ def test_every_group_is_coordinated_here_and_no_transaction_is():
     assert [(c["key"], c["node_id"]) for c in v4["coordinators"]] == [("a", 7), ("b", 7)]
     txn = agent.call(ApiKey.FIND_COORDINATOR, 3, {"key": "tx", "key_type": 1})
     assert txn["error_code"] == TRANSACTIONAL_ID
+
+
+def test_a_join_of_version_0_waits_as_long_as_its_session():
+    agent = Agent()
+    body = {
+        "group_id": "g",
+        "session_timeout": 7000,
+        "member_id": "",
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": write_subscription(["t"])}],
+    }
+    joined = agent.call(ApiKey.JOIN_GROUP, 0, body)
+    assert joined["error_code"] == NONE
+    member = agent.coord.load("g").members[joined["member_id"]]
+    assert (member.session_timeout_ms, member.rebalance_timeout_ms) == (7000, 7000)

@@ -156,20 +156,21 @@ class Coordinator:
 
     # -- membership ----------------------------------------------------------------------
 
-    def join(self, name: str, request: JoinRequest) -> Joined:
+    def join(self, name: str, request: JoinRequest, *, member_id: str | None = None) -> Joined:
+        """A new member joins; ``member_id``, when given, is one ``reserve_member_id`` handed
+        out (UNKNOWN_MEMBER_ID once its time is up)."""
         validate_group_id(name)
         now = self._clock_ms()
 
         def change(group: Group) -> tuple[Group, list[Write], Joined]:
             instance = request.group_instance_id
             previous = group.static_member(instance) if instance is not None else None
-            # As Kafka names members: after the instance, else the client (when its id is one
-            # that travels in a URL path as it is).
-            client = request.client_id if _PATH_SAFE.fullmatch(request.client_id) else None
-            named = instance if instance is not None else client
-            prefix = f"{named}-" if named else ""
+            if member_id is not None and group.pending.get(member_id, -1) < now:
+                raise UnknownMemberError(f"member id {member_id!r} was not handed out, or ran out")
+            pending = {k: v for k, v in group.pending.items() if k != member_id}
+            group = replace(group, pending=pending)
             member = new_member(
-                f"{prefix}{self._new_id()}",
+                member_id or self._member_id(request),
                 topics=request.topics,
                 topic_pattern=request.topic_pattern,
                 assignors=request.assignors,
@@ -216,12 +217,46 @@ class Coordinator:
 
         return self._mutate(name, change, arrived_ms=now)
 
+    def reserve_member_id(self, name: str, request: JoinRequest) -> str:
+        """Kafka's MEMBER_ID_REQUIRED (KIP-394): the id a new member is to join with, kept for
+        one session timeout. A client whose join answer was lost retries with it, rather than
+        leaving a member behind that no one will ever heartbeat."""
+        validate_group_id(name)
+        now = self._clock_ms()
+        member_id = self._member_id(request)
+        new_member(  # the request is checked now, not when the member comes back
+            member_id,
+            topics=request.topics,
+            topic_pattern=request.topic_pattern,
+            assignors=request.assignors,
+            session_timeout_ms=request.session_timeout_ms,
+            rebalance_timeout_ms=request.rebalance_timeout_ms,
+            group_instance_id=None,
+            now_ms=now,
+            limits=self._limits,
+        )
+        expires = now + request.session_timeout_ms
+
+        def change(group: Group) -> tuple[Group, list[Write], str]:
+            return replace(group, pending={**group.pending, member_id: expires}), [], member_id
+
+        return self._mutate(name, change, arrived_ms=now)
+
+    def _member_id(self, request: JoinRequest) -> str:
+        """As Kafka names members: after the instance, else the client (when its id is one
+        that travels in a URL path as it is)."""
+        client = request.client_id if _PATH_SAFE.fullmatch(request.client_id) else None
+        named = request.group_instance_id if request.group_instance_id is not None else client
+        return f"{named}-{self._new_id()}" if named else self._new_id()
+
     def rejoin(self, name: str, member_id: str, request: JoinRequest) -> Joined:
         """Kafka's JoinGroup from a member the group knows. During a rebalance the member joins
         it; in a Stable group the same subscription changes nothing (the member syncs the
         current generation again), a new one starts a rebalance, as does a rebalance that
-        never got its assignment."""
+        never got its assignment. A member id that was handed out joins as a new member."""
         validate_group_id(name)
+        if member_id in self.load(name).pending:
+            return self.join(name, request, member_id=member_id)
         now = self._clock_ms()
 
         def change(group: Group) -> tuple[Group, list[Write], Joined]:
@@ -596,6 +631,8 @@ class Coordinator:
         """The group without members whose session ran out (a membership change; at most
         90 at a time, to stay within one transaction)."""
         now = self._clock_ms() if at_ms is None else at_ms
+        if any(expires < now for expires in group.pending.values()):
+            group = replace(group, pending={k: v for k, v in group.pending.items() if v >= now})
         gone = expired_members(group, now)[:_EXPIRE_AT_ONCE]
         if not gone:
             return group

@@ -6,6 +6,7 @@ Items (one table, ``pk``/``sk``)::
     ("group#<group>", "meta")                   state, generation, protocol, version (CAS)
     ("group#<group>", "member#<member id>")     a member: subscription, timeouts, last heartbeat
     ("group#<group>", "fenced#<member id>")     a static member's old id, replaced by a rejoin
+    ("group#<group>", "pending#<member id>")    an id handed out for a member's first join
     ("group#<group>", "assignment")             the assignment of the last completed generation
     ("offsets#<group>", "<topic>#<partition>")  a committed offset
 """
@@ -35,6 +36,7 @@ META_SK = "meta"
 ASSIGNMENT_SK = "assignment"
 MEMBER_PREFIX = "member#"
 FENCED_PREFIX = "fenced#"
+PENDING_PREFIX = "pending#"
 
 
 def group_pk(group: str) -> str:
@@ -168,6 +170,11 @@ def diff(name: str, old: Group, new: Group) -> list[Write]:
             else all_of(ItemExists(), Compare("heartbeat_ms", "=", before.heartbeat_ms))
         )
         writes.append(Put(member_item(name, member), condition))
+    for member_id in old.pending.keys() - new.pending.keys():
+        writes.append(Delete(group_pk(name), PENDING_PREFIX + member_id))
+    for member_id in new.pending.keys() - old.pending.keys():
+        key = {"pk": group_pk(name), "sk": PENDING_PREFIX + member_id}
+        writes.append(Put({**key, "expires_ms": new.pending[member_id]}, ItemAbsent()))
     meta_changed = (new.state, new.generation, new.protocol) != (
         old.state,
         old.generation,
@@ -196,6 +203,7 @@ def group_from_items(name: str, found: Iterable[Mapping[str, object]]) -> Group:
     group = empty_group(name)
     members: dict[str, Member] = {}
     fenced: dict[str, str] = {}
+    pending: dict[str, int] = {}
     for item in found:
         sk = str(item["sk"])
         if sk == META_SK:
@@ -212,9 +220,11 @@ def group_from_items(name: str, found: Iterable[Mapping[str, object]]) -> Group:
             members[member.member_id] = member
         elif sk.startswith(FENCED_PREFIX):
             fenced[sk[len(FENCED_PREFIX) :]] = str(item["group_instance_id"])
+        elif sk.startswith(PENDING_PREFIX):
+            pending[sk[len(PENDING_PREFIX) :]] = int_of(item["expires_ms"])
         elif sk == ASSIGNMENT_SK:
             group = replace(group, assignment=assignment_from_item(item))
-    return replace(group, members=members, fenced=fenced)
+    return replace(group, members=members, fenced=fenced, pending=pending)
 
 
 def offset_item(name: str, committed: Committed, *, generation: int, member_id: str) -> Item:

@@ -158,6 +158,9 @@ class Group:
     members: Mapping[str, Member] = field(default_factory=dict)
     assignment: Assignment | None = None
     fenced: Mapping[str, str] = field(default_factory=dict)  # old member id -> instance id
+    pending: Mapping[str, int] = field(default_factory=dict)
+    """Member ids handed out before the member joins (Kafka's MEMBER_ID_REQUIRED, KIP-394),
+    each until its session would have run out (ms)."""
     rebalance_ms: int = 0  # when the current generation began
 
     @property

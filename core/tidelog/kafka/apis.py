@@ -40,7 +40,7 @@ API_VERSIONS = MappingProxyType(
         ApiKey.OFFSET_COMMIT: (2, 8),
         ApiKey.OFFSET_FETCH: (1, 8),
         ApiKey.FIND_COORDINATOR: (0, 4),
-        ApiKey.JOIN_GROUP: (2, 7),
+        ApiKey.JOIN_GROUP: (0, 7),
         ApiKey.HEARTBEAT: (0, 4),
         ApiKey.LEAVE_GROUP: (0, 4),
         ApiKey.SYNC_GROUP: (0, 5),

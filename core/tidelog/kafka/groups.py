@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from tidelog import runtime
@@ -114,6 +115,10 @@ class GroupHandlers:
         try:
             join = _join_request(request)
             coordinator = self._coordinator()
+            if not member_id and join.group_instance_id is None and request.api_version >= 4:
+                # KIP-394: a new member first gets its id, and joins with it.
+                member_id = coordinator.reserve_member_id(str(body.group_id), join)
+                return _join_error(MemberIdRequiredError(member_id), member_id)
             if member_id:
                 joined = coordinator.rejoin(str(body.group_id), member_id, join)
             else:
@@ -232,8 +237,14 @@ class GroupHandlers:
         body = request.body
         name = str(body.group_id)
         members = field(body, "members")
-        if members is None:  # before v3: one member, by id
-            return {"throttle_time": 0, "error_code": self._leave(name, str(body.member_id), None)}
+        if members is None:  # before v3: one member, by id, whose error is the request's
+            error = self._leave(name, str(body.member_id), None)
+            member = {"member_id": str(body.member_id), "group_instance_id": None}
+            return {
+                "throttle_time": 0,
+                "error_code": error,
+                "members": [{**member, "error_code": error}],
+            }
         left = [
             {
                 "member_id": str(m.member_id),
@@ -290,15 +301,14 @@ class GroupHandlers:
         body = request.body
         groups = field(body, "groups")
         if groups is None:  # before v8: one group
-            answer = self._fetch_offsets(str(body.group_id), body.topics)
-            return {"throttle_time": 0, **answer}
-        return {
-            "throttle_time": 0,
-            "groups": [
-                {"group_id": str(g.group_id), **self._fetch_offsets(str(g.group_id), g.topics)}
-                for g in items(groups)
-            ],
-        }
+            groups = [OffsetFetchGroup(str(body.group_id), body.topics)]
+        answers = [
+            {"group_id": str(g.group_id), **self._fetch_offsets(str(g.group_id), g.topics)}
+            for g in items(groups)
+        ]
+        # Before v8 the one group's answer is the whole answer; from v8, each in a list.
+        first = answers[0] if answers else {"topics": [], "error_code": NONE}
+        return {"throttle_time": 0, **first, "groups": answers}
 
     def _fetch_offsets(self, name: str, topics: Iterable[Any] | None) -> Answer:
         """A group's committed offsets: of the partitions named, or all it has (``topics``
@@ -390,6 +400,14 @@ class GroupHandlers:
         return {"throttle_time": 0, "error_code": NONE, "groups": listed}
 
 
+@dataclass(frozen=True)
+class OffsetFetchGroup:
+    """One group of an OffsetFetch, as v8 names it, for the versions before that name one."""
+
+    group_id: str
+    topics: Any
+
+
 def _member(body: Any) -> tuple[str, str, int]:
     return str(body.group_id), str(body.member_id), int(body.generation_id)
 
@@ -427,7 +445,7 @@ def _join_error(error: TidelogError, member_id: str) -> Answer:
         "error_code": error.kafka_error.code,
         "generation_id": -1,
         "protocol_type": None,
-        "protocol_name": None,
+        "protocol_name": "",  # Kafka's for an error: the field is not nullable before v7
         "leader": "",
         "member_id": member_id,
         "members": [],
@@ -448,6 +466,13 @@ def _joined(member_id: str) -> Callable[[Group], tuple[int, str | None] | None]:
         return None
 
     return joined
+
+
+class MemberIdRequiredError(TidelogError):
+    default_kafka_error = "MEMBER_ID_REQUIRED"
+
+    def __init__(self, member_id: str) -> None:
+        super().__init__(f"join again as member {member_id}")
 
 
 def _gone(group: Group, member_id: str) -> TidelogError:
