@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -13,42 +15,51 @@ import uuid
 
 import pytest
 from kafka.admin import KafkaAdminClient
-from tests.functional.test_produce_api import call
+from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse
+from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
+from tests.functional.test_produce_api import call, kafka_python_batch
 from tests.support import devserver
 from tests.support.dynamodb_local import free_port
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 
+class AgentProcess:
+    """A `tidelog agent` subprocess over `tidelog dev`'s stack, found by its name."""
+
+    def __init__(self, dev) -> None:
+        self.port = free_port()
+        self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115 - lives with the process
+        env = {
+            **os.environ,
+            "AWS_ENDPOINT_URL": dev.aws_url,
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "TIDELOG_STAGING_DIR": tempfile.mkdtemp(prefix="agent-staging-"),
+            **devserver.FAST_GROUPS,  # the group bounds are each agent's, as each broker's
+        }
+        env.pop("TIDELOG_TABLE", None)
+        env.pop("TIDELOG_BUCKET", None)
+        command = [sys.executable, "-m", "tidelog.cli", "agent", "--kafka-port", str(self.port)]
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.monotonic() + 30
+        while "Kafka on" not in _output(self.log):
+            assert self.process.poll() is None, _output(self.log)
+            assert time.monotonic() < deadline, _output(self.log)
+            time.sleep(0.1)
+        self.bootstrap = f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        assert self.process.wait(timeout=15) == 0, _output(self.log)
+
+
 @pytest.fixture
 def second_agent(dev):
-    port = free_port()
-    log = tempfile.TemporaryFile("w+")  # noqa: SIM115 - lives with the process
-    env = {
-        **os.environ,
-        "AWS_ENDPOINT_URL": dev.aws_url,
-        "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "TIDELOG_STAGING_DIR": tempfile.mkdtemp(prefix="agent-staging-"),
-        **devserver.FAST_GROUPS,  # the group bounds are each agent's own, as each broker's
-    }
-    env.pop("TIDELOG_TABLE", None)
-    env.pop("TIDELOG_BUCKET", None)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tidelog.cli", "agent", "--kafka-port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
-    deadline = time.monotonic() + 30
-    while "Kafka on" not in _output(log):
-        assert process.poll() is None, _output(log)
-        assert time.monotonic() < deadline, _output(log)
-        time.sleep(0.1)
-    yield f"127.0.0.1:{port}"
-    process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=15) == 0, _output(log)
+    agent = AgentProcess(dev)
+    yield agent.bootstrap
+    agent.stop()
 
 
 def _output(log) -> str:
@@ -84,7 +95,10 @@ def test_what_one_agent_acknowledges_another_serves(dev, second_agent):
         session_timeout_ms=2000,
         heartbeat_interval_ms=200,
     )
-    assert len(list(member)) == 10
+    got, deadline = 0, time.monotonic() + 30
+    while got < 10 and time.monotonic() < deadline:  # joining takes a rebalance first
+        got += sum(len(records) for records in member.poll(timeout_ms=500).values())
+    assert got == 10
     member.commit()
     member.close()
     admin = KafkaAdminClient(bootstrap_servers=dev.bootstrap)
@@ -107,3 +121,82 @@ def test_an_agent_names_what_it_needs_when_the_cluster_is_missing(tmp_path):
     )
     assert result.returncode == 1
     assert "no tidelog stack named 'nowhere'" in result.stderr
+
+
+def test_an_agent_killed_mid_produce_loses_no_acknowledged_record(dev):
+    topic = f"killed-{uuid.uuid4().hex[:8]}"
+    assert call(dev, "POST", "/v1/topics", {"name": topic, "partitions": 3})[0] == 201
+    doomed = AgentProcess(dev)
+    producer = KafkaProducer(
+        bootstrap_servers=doomed.bootstrap,
+        acks="all",
+        linger_ms=2,
+        retries=0,
+        request_timeout_ms=5000,
+        max_block_ms=5000,
+    )
+    acknowledged, sent = [], 0
+    deadline = time.monotonic() + 30
+    while len(acknowledged) < 100:  # acknowledged ones come in while more are in flight
+        assert time.monotonic() < deadline
+        future = producer.send(topic, value=b"r%d" % sent)
+        future.add_callback(lambda meta, value=b"r%d" % sent: acknowledged.append((meta, value)))
+        sent += 1
+        time.sleep(0.002)
+    doomed.process.kill()  # SIGKILL: no shutdown, requests in flight cut off
+    doomed.process.wait(10)
+    producer.close(timeout=5)
+    kept = list(acknowledged)
+    reader = KafkaConsumer(
+        bootstrap_servers=dev.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=3000
+    )
+    reader.assign([TopicPartition(topic, p) for p in range(3)])
+    stored = {(m.partition, m.offset): m.value for m in reader}
+    reader.close()
+    assert all(stored.get((meta.partition, meta.offset)) == value for meta, value in kept)
+    assert len(stored) >= len(kept)
+
+
+def test_an_idempotent_retry_through_another_agent_is_answered_with_the_first_offsets(
+    dev, second_agent
+):
+    """The same batch (producer id, epoch, sequence) sent to one agent and then, as a retry
+    after a lost answer, to another: stored once, and both answers name the same offset."""
+    topic = f"retry-{uuid.uuid4().hex[:8]}"
+    assert call(dev, "POST", "/v1/topics", {"name": topic, "partitions": 1})[0] == 201
+    init = InitProducerIdRequest[4](
+        transactional_id=None, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1
+    )
+    producer = _exchange(dev.bootstrap, init, InitProducerIdResponse, 4)
+    batch = kafka_python_batch(3, producer.producer_id, producer.producer_epoch, 0)
+    produce = ProduceRequest[9](
+        transactional_id=None,
+        acks=-1,
+        timeout_ms=10_000,
+        topic_data=[
+            ProduceRequest.TopicProduceData(
+                name=topic,
+                partition_data=[
+                    ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=batch)
+                ],
+            )
+        ],
+    )
+    first = _exchange(dev.bootstrap, produce, ProduceResponse, 9)
+    retried = _exchange(second_agent, produce, ProduceResponse, 9)
+    answers = [r.responses[0].partition_responses[0] for r in (first, retried)]
+    assert [(a.error_code, a.base_offset) for a in answers] == [(0, 0), (0, 0)]
+    status, body = call(dev, "GET", f"/v1/topics/{topic}/partitions/0/records?offset=0")
+    assert status == 200
+    assert [r["value"] for r in body["records"]] == ["value 0", "value 1", "value 2"]
+
+
+def _exchange(bootstrap, request, response_type, version):
+    host, port = bootstrap.split(":")
+    request.with_header(correlation_id=11, client_id="raw")
+    with socket.create_connection((host, int(port)), timeout=15) as sock:
+        sock.sendall(bytes(request.encode(header=True, framed=True)))
+        size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
+        return response_type.decode(
+            sock.recv(size, socket.MSG_WAITALL), version=version, header=True
+        )

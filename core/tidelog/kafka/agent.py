@@ -13,7 +13,7 @@ import signal
 import socket
 import threading
 
-from tidelog import __version__, aws, clusters, runtime
+from tidelog import __version__, aws, clusters, malloc, runtime
 from tidelog.kafka.handlers import Handlers
 from tidelog.kafka.node import Node
 from tidelog.kafka.server import KafkaServer
@@ -97,6 +97,7 @@ def run(
             os.environ["TIDELOG_ASSIGNMENT_STATE_MACHINE"] = location.state_machine
     os.environ["TIDELOG_FLUSH_MS"] = str(flush_ms)
     runtime.reset()
+    malloc.limit_arenas()
     stopping = threading.Event()
     signal.signal(signal.SIGINT, lambda signum, frame: stopping.set())
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())

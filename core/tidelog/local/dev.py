@@ -12,7 +12,7 @@ from types import FrameType
 
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from tidelog import __version__, runtime
+from tidelog import __version__, malloc, runtime
 from tidelog.cluster import describe_cluster
 from tidelog.kafka.agent import Agent
 from tidelog.local.emulator import Emulator
@@ -60,6 +60,7 @@ def start(
     """``flush_ms`` is the group commit window: this host is long-running, unlike a Lambda.
     The template's schedules (housekeeping) run at their rates, ``schedule_speedup`` times
     faster. A Kafka agent listens on ``kafka_port`` over the same stack."""
+    malloc.limit_arenas()
     emulator = Emulator(host, aws_port)
     emulator.start()
     try:
