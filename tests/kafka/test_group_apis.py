@@ -36,6 +36,18 @@ def tps(*partitions: int) -> list[TopicPartition]:
     return [TopicPartition("t", p) for p in partitions]
 
 
+def join_body(member_id="", *, protocols=("range",), topics=("t",), **extra) -> dict:
+    return {
+        "group_id": "g",
+        "session_timeout": 6000,
+        "rebalance_timeout": 10_000,
+        "member_id": member_id,
+        "protocol_type": "consumer",
+        "protocols": [{"name": p, "metadata": write_subscription(topics)} for p in protocols],
+        **extra,
+    }
+
+
 class Agent:
     """GroupHandlers over an in-memory coordinator. A waiting request's sleep lets the clock
     run and plays the state machine, then ``meanwhile`` (what other members do)."""
@@ -79,15 +91,7 @@ class Agent:
         }[key]
 
     def join(self, member_id="", *, protocols=("range",), topics=("t",), **extra) -> dict:
-        body = {
-            "group_id": "g",
-            "session_timeout": 6000,
-            "rebalance_timeout": 10_000,
-            "member_id": member_id,
-            "protocol_type": "consumer",
-            "protocols": [{"name": p, "metadata": write_subscription(topics)} for p in protocols],
-            **extra,
-        }
+        body = join_body(member_id, protocols=protocols, topics=topics, **extra)
         answer = self.call(ApiKey.JOIN_GROUP, 7, body)
         if answer["error_code"] == MEMBER_ID_REQUIRED:  # as every client does: join with it
             answer = self.call(ApiKey.JOIN_GROUP, 7, {**body, "member_id": answer["member_id"]})
@@ -180,14 +184,7 @@ def test_a_new_member_is_given_its_id_first_and_joins_with_it():
     """KIP-394: JoinGroup v4+ without a member id answers MEMBER_ID_REQUIRED with one, and
     nothing joins until the client comes back with it, within its session timeout."""
     agent = Agent()
-    body = {
-        "group_id": "g",
-        "session_timeout": 6000,
-        "rebalance_timeout": 10_000,
-        "member_id": "",
-        "protocol_type": "consumer",
-        "protocols": [{"name": "range", "metadata": write_subscription(["t"])}],
-    }
+    body = join_body()
     first = agent.call(ApiKey.JOIN_GROUP, 4, body)
     assert first["error_code"] == MEMBER_ID_REQUIRED
     assert first["member_id"].startswith("app-1-")  # Kafka's shape: the client id, a uuid
@@ -438,14 +435,7 @@ def test_every_group_is_coordinated_here_and_no_transaction_is():
 
 def test_a_join_of_version_0_waits_as_long_as_its_session():
     agent = Agent()
-    body = {
-        "group_id": "g",
-        "session_timeout": 7000,
-        "member_id": "",
-        "protocol_type": "consumer",
-        "protocols": [{"name": "range", "metadata": write_subscription(["t"])}],
-    }
-    joined = agent.call(ApiKey.JOIN_GROUP, 0, body)
+    joined = agent.call(ApiKey.JOIN_GROUP, 0, join_body(session_timeout=7000))
     assert joined["error_code"] == NONE
     member = agent.coord.load("g").members[joined["member_id"]]
     assert (member.session_timeout_ms, member.rebalance_timeout_ms) == (7000, 7000)

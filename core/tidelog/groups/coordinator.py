@@ -169,19 +169,11 @@ class Coordinator:
                 raise UnknownMemberError(f"member id {member_id!r} was not handed out, or ran out")
             pending = {k: v for k, v in group.pending.items() if k != member_id}
             group = replace(group, pending=pending)
-            member = new_member(
+            member = self._member(
                 member_id or self._member_id(request),
-                topics=request.topics,
-                topic_pattern=request.topic_pattern,
-                assignors=request.assignors,
-                session_timeout_ms=request.session_timeout_ms,
-                rebalance_timeout_ms=request.rebalance_timeout_ms,
-                group_instance_id=instance,
-                now_ms=now,
-                limits=self._limits,
+                request,
+                now,
                 joined_generation=group.generation + 1,  # the one its join starts
-                client_id=request.client_id,
-                client_host=request.client_host,
             )
             members = {
                 k: v
@@ -224,23 +216,41 @@ class Coordinator:
         validate_group_id(name)
         now = self._clock_ms()
         member_id = self._member_id(request)
-        new_member(  # the request is checked now, not when the member comes back
-            member_id,
-            topics=request.topics,
-            topic_pattern=request.topic_pattern,
-            assignors=request.assignors,
-            session_timeout_ms=request.session_timeout_ms,
-            rebalance_timeout_ms=request.rebalance_timeout_ms,
-            group_instance_id=None,
-            now_ms=now,
-            limits=self._limits,
-        )
+        self._member(member_id, request, now)  # checked now, not when the member comes back
         expires = now + request.session_timeout_ms
 
         def change(group: Group) -> tuple[Group, list[Write], str]:
             return replace(group, pending={**group.pending, member_id: expires}), [], member_id
 
         return self._mutate(name, change, arrived_ms=now)
+
+    def _member(
+        self,
+        member_id: str,
+        request: JoinRequest,
+        now_ms: int,
+        *,
+        joined_generation: int = 0,
+        known: Member | None = None,
+    ) -> Member:
+        """The member ``request`` describes (checked: InvalidRequestError and kin); a
+        ``known`` member keeps its instance id, and its client's where the request has none."""
+        return new_member(
+            member_id,
+            topics=request.topics,
+            topic_pattern=request.topic_pattern,
+            assignors=request.assignors,
+            session_timeout_ms=request.session_timeout_ms,
+            rebalance_timeout_ms=request.rebalance_timeout_ms,
+            group_instance_id=request.group_instance_id
+            if known is None
+            else known.group_instance_id,
+            now_ms=now_ms,
+            limits=self._limits,
+            joined_generation=joined_generation,
+            client_id=request.client_id or (known.client_id if known else ""),
+            client_host=request.client_host or (known.client_host if known else ""),
+        )
 
     def _member_id(self, request: JoinRequest) -> str:
         """As Kafka names members: after the instance, else the client (when its id is one
@@ -266,19 +276,8 @@ class Coordinator:
                     f"member {member_id} joined with group_instance_id "
                     f"{member.group_instance_id!r}, not {request.group_instance_id!r}"
                 )
-            wanted = new_member(
-                member_id,
-                topics=request.topics,
-                topic_pattern=request.topic_pattern,
-                assignors=request.assignors,
-                session_timeout_ms=request.session_timeout_ms,
-                rebalance_timeout_ms=request.rebalance_timeout_ms,
-                group_instance_id=member.group_instance_id,
-                now_ms=now,
-                limits=self._limits,
-                joined_generation=group.generation,
-                client_id=request.client_id or member.client_id,
-                client_host=request.client_host or member.client_host,
+            wanted = self._member(
+                member_id, request, now, joined_generation=group.generation, known=member
             )
             if not wanted.same_subscription(member) or stalled(group, now, REBALANCE_STALL_MS):
                 # The member joins the generation its change starts, as a new member does.

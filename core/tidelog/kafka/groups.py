@@ -144,12 +144,7 @@ class GroupHandlers:
     # SyncGroup ---------------------------------------------------------------------------
 
     def sync_group(self, request: Request) -> Answer:
-        body = request.body
-        name, member_id, generation = (
-            str(body.group_id),
-            str(body.member_id),
-            int(body.generation_id),
-        )
+        name, member_id, generation = _member(request.body)
 
         def assigned(group: Group) -> Assignment | None:
             if generation > group.generation:
@@ -213,12 +208,7 @@ class GroupHandlers:
     # Heartbeat ---------------------------------------------------------------------------
 
     def heartbeat(self, request: Request) -> Answer:
-        body = request.body
-        name, member_id, generation = (
-            str(body.group_id),
-            str(body.member_id),
-            int(body.generation_id),
-        )
+        name, member_id, generation = _member(request.body)
         try:
             beat = self._coordinator().heartbeat(name, member_id, generation)
             error = NONE if beat.generation == generation else code("REBALANCE_IN_PROGRESS")
@@ -409,6 +399,7 @@ class OffsetFetchGroup:
 
 
 def _member(body: Any) -> tuple[str, str, int]:
+    """Group, member and generation, as SyncGroup and Heartbeat name them."""
     return str(body.group_id), str(body.member_id), int(body.generation_id)
 
 
