@@ -54,7 +54,7 @@ LEADER = "tidelog"
 runs an assignor of its own."""
 POLL_S = 0.2
 """How often a waiting JoinGroup or SyncGroup reads the group (one query each time)."""
-GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator's key types
+GROUP_KEY = 0  # FindCoordinator's key type for groups (1 is transactions')
 NO_OFFSET = -1
 NONE = 0
 
@@ -104,7 +104,7 @@ class GroupHandlers:
         if key_type != GROUP_KEY:
             # Transactions are refused where they start (InitProducerId), with the same error.
             error = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
-            answer.update(node_id=-1, host="", port=-1, error_code=code(error), error_message=None)
+            answer.update(node_id=-1, host="", port=-1, error_code=code(error))
         return answer
 
     # JoinGroup ---------------------------------------------------------------------------
