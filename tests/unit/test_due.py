@@ -186,6 +186,23 @@ def test_a_flush_object_another_partition_still_reads_is_kept(tmp_path):
     assert shared in {info.key for info in log.objects.list("data/")}
 
 
+def test_objects_in_use_cost_two_reads_of_their_partition_a_run_not_one_each(tmp_path):
+    """Flush objects a partition still reads, many of them due at once (another partition's
+    roll let go of them): the run reads that partition's index twice, once to judge and once
+    to judge again what it keeps, whatever their number."""
+    counting = CountingStore(MemoryMetadataStore())
+    log = tiny_log(tmp_path, partitions=2, meta=counting, grace_ms=10, settle_ms=0)
+    for i in range(20):
+        log.produce(1, [(b"k", b"v%d" % i)])
+    shared = sorted(info.key for info in log.objects.list("data/"))
+    collect.enqueue(log.meta, shared, log.clock.now)
+    log.clock.now += 100
+    counting.reads = 0
+    kept = collect.collect(log.meta, log.objects, now_ms=log.clock.now, grace_ms=10)
+    assert (kept.kept, kept.deleted) == (20, 0)
+    assert counting.reads == 2 + 2  # the queue and the orphans; the partition, twice
+
+
 def test_reconciliation_collects_the_data_of_a_deleted_topic(tmp_path):
     log = tiny_log(tmp_path, grace_ms=10)
     log.produce(0, [(b"k", b"v")])

@@ -119,18 +119,35 @@ def in_use(
 
 def collect(meta: MetadataStore, objects: ObjectStore, *, now_ms: int, grace_ms: int) -> Collected:
     """Delete the due entries of the queue and the orphans past their grace period, unless in
-    use. Reads only those entries and the partitions they name."""
+    use. Reads only those entries and the partitions they name, each partition at most twice.
+
+    Keeping an object drops its entry for good, so what the run's first read of a partition
+    says is in use is judged again at the end, on a second read of that partition: the first
+    may predate a retention or roll that has since let go of the object. One re-read per
+    partition, not per object: a flush object stays in use by the partitions that share it
+    until they too roll, and there may be a thousand such entries in a run."""
     result = Collected()
     live: Live = {}
-    for item in meta.query(GC_PK, hi=f"{now_ms:015d}$"):
-        _delete_unless_in_use(meta, objects, str(item["object"]), result, live)
-        meta.write(Delete(GC_PK, str(item["sk"])))
-    for item in meta.query(keys.ORPHANS_PK):
-        key = str(item["sk"])
-        if int(str(item["recorded_ms"])) + grace_ms > now_ms:
-            continue
-        _delete_unless_in_use(meta, objects, key, result, live)
-        meta.write(Delete(keys.ORPHANS_PK, key))
+    judge_again: list[tuple[str, Delete]] = []  # and the entry to drop once judged
+    due = [
+        (str(item["object"]), Delete(GC_PK, str(item["sk"])))
+        for item in meta.query(GC_PK, hi=f"{now_ms:015d}$")
+    ]
+    due += [
+        (str(item["sk"]), Delete(keys.ORPHANS_PK, str(item["sk"])))
+        for item in meta.query(keys.ORPHANS_PK)
+        if int(str(item["recorded_ms"])) + grace_ms <= now_ms
+    ]
+    for key, entry in due:
+        if _delete_unless_in_use(meta, objects, key, result, live):
+            judge_again.append((key, entry))
+        else:
+            meta.write(entry)
+    fresh: Live = {}
+    for key, entry in judge_again:
+        if _delete_unless_in_use(meta, objects, key, result, fresh):
+            result.kept += 1
+        meta.write(entry)
     return result
 
 
@@ -162,14 +179,10 @@ def reconcile(
 
 def _delete_unless_in_use(
     meta: MetadataStore, objects: ObjectStore, key: str, result: Collected, live: Live
-) -> None:
+) -> bool:
+    """Delete ``key`` unless ``live`` says it is in use; whether it is."""
     used = in_use(meta, objects, key, live)
-    if used:
-        # Keeping drops the entry for good, so judge that on a fresh read of the index: the
-        # run's copy may predate a retention or roll that has since let go of the object.
-        used = in_use(meta, objects, key)
-    if used:
-        result.kept += 1
-    elif used is False:
+    if used is False:
         objects.delete(key)
         result.deleted += 1
+    return bool(used)
