@@ -30,6 +30,7 @@ from kio.serial._introspect import (  # kio's own classification of a schema fie
 )
 from kio.static.primitive import i32
 
+from tidelog.errors import KAFKA_ERRORS
 from tidelog.kafka.apis import API_VERSIONS, ApiKey
 
 MAX_FRAME_BYTES = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes
@@ -154,6 +155,14 @@ def _typed(kafka_type: str | None, value: Any) -> Any:
     if kafka_type == "datetime_i64" and isinstance(value, int):
         return None if value < 0 else datetime.datetime.fromtimestamp(value / 1000, datetime.UTC)
     return value
+
+
+NONE = 0  # an answer's error_code when all went well
+
+
+def code(name: str) -> int:
+    """A Kafka error's code, by its name."""
+    return KAFKA_ERRORS[name].code
 
 
 def field(body: Any, name: str, default: Any = None) -> Any:

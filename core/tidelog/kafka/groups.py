@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from tidelog import runtime
 from tidelog.assignors import ASSIGNORS
-from tidelog.errors import KAFKA_ERRORS, TidelogError
+from tidelog.errors import TidelogError
 from tidelog.groups.coordinator import CommitResult, Coordinator, JoinRequest, OffsetCommit
 from tidelog.groups.model import (
     Assignment,
@@ -37,7 +37,7 @@ from tidelog.groups.model import (
     UnknownMemberError,
     validate_group_id,
 )
-from tidelog.kafka.codec import Request, field, items
+from tidelog.kafka.codec import NONE, Request, code, field, items
 from tidelog.kafka.consumer_protocol import (
     PROTOCOL_TYPE,
     read_subscription,
@@ -56,11 +56,6 @@ POLL_S = 0.2
 """How often a waiting JoinGroup or SyncGroup reads the group (one query each time)."""
 GROUP_KEY = 0  # FindCoordinator's key type for groups (1 is transactions')
 NO_OFFSET = -1
-NONE = 0
-
-
-def code(name: str) -> int:
-    return KAFKA_ERRORS[name].code
 
 
 class GroupHandlers:

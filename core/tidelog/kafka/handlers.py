@@ -14,10 +14,10 @@ from typing import Any
 
 from tidelog import runtime
 from tidelog.cluster import describe_cluster
-from tidelog.errors import KAFKA_ERRORS, TidelogError
+from tidelog.errors import TidelogError
 from tidelog.kafka import admin
 from tidelog.kafka.apis import API_VERSIONS, ApiKey
-from tidelog.kafka.codec import Request, field, items
+from tidelog.kafka.codec import NONE, Request, code, field, items
 from tidelog.kafka.groups import GroupHandlers
 from tidelog.kafka.node import Node
 from tidelog.kafka.watcher import HighWatermarkWatcher, Partition
@@ -31,12 +31,7 @@ from tidelog.log.writer import AppendRequest
 
 Answer = dict[str, Any]
 
-NONE = 0
 EARLIEST, LATEST = -2, -1  # ListOffsets' special timestamps
-
-
-def code(name: str) -> int:
-    return KAFKA_ERRORS[name].code
 
 
 class Handlers:

@@ -20,13 +20,14 @@ from tidelog.kafka.codec import (
     FrameError,
     Request,
     UnsupportedVersionError,
+    code,
     decode_request,
     encode_response,
     encode_response_as,
     field,
     frame_size,
 )
-from tidelog.kafka.handlers import Handlers, api_versions_answer, code
+from tidelog.kafka.handlers import Handlers, api_versions_answer
 
 log = logging.getLogger(__name__)
 
