@@ -85,6 +85,12 @@ def parser() -> argparse.ArgumentParser:
         "the bound address, else this machine's name); set it behind a port forward",
     )
     agent.add_argument(
+        "--zone",
+        default=os.environ.get("TIDELOG_AZ") or None,
+        help="the availability zone this agent serves, as clients name theirs with "
+        "tidelog_az= in client.id (default $TIDELOG_AZ, else the ECS task's zone)",
+    )
+    agent.add_argument(
         "--cluster",
         default=None,
         help="the cluster's stack name (default $TIDELOG_CLUSTER or tidelog); "
@@ -144,6 +150,7 @@ def _agent(args: argparse.Namespace) -> int:
             args.host,
             args.kafka_port,
             advertised_host=args.advertised_host,
+            zone=args.zone,
             cluster=args.cluster,
             flush_ms=args.flush_ms,
         )

@@ -22,6 +22,7 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
 )
 from tests.functional.test_produce_api import call
+from tests.support.kafka_wire import brokers
 
 
 @pytest.fixture
@@ -85,8 +86,10 @@ def test_configs_are_described_for_topics_and_the_broker(dev, admin):
     assert every["cleanup.policy"]["value"] == "compact"
     assert every["retention.ms"]["value"] == "604800000"  # every default is listed
     assert set(admin.describe_configs([topic])["topic"][name]) == {"cleanup.policy"}
-    broker = ConfigResource(ConfigResourceType.BROKER, "1")
-    configs = admin.describe_configs([broker], config_filter="all")["broker"]["1"]
+    (node_id,) = brokers(dev.bootstrap)
+    broker_id = str(node_id)
+    broker = ConfigResource(ConfigResourceType.BROKER, broker_id)
+    configs = admin.describe_configs([broker], config_filter="all")["broker"][broker_id]
     assert configs["auto.create.topics.enable"]["value"] == "false"
     assert configs["log.retention.ms"]["value"] == "604800000"
 
@@ -108,7 +111,8 @@ def test_librdkafka_admin_creates_lists_and_describes(dev):
     listed = client.list_topics(timeout=30)
     assert len(listed.topics[name].partitions) == 3
     cluster = client.describe_cluster().result(30)
-    assert [node.id for node in cluster.nodes] == [1]
+    assert [node.id for node in cluster.nodes] == list(listed.brokers)
+    assert len(cluster.nodes) == 1
     assert cluster.cluster_id == call(dev, "GET", "/v1/cluster")[1]["cluster_id"]
     client.delete_topics([name])[name].result(30)
     assert call(dev, "GET", f"/v1/topics/{name}")[0] == 404

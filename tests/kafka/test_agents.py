@@ -4,9 +4,8 @@ cluster's table and bucket, so what one acknowledges, every other serves."""
 from __future__ import annotations
 
 import os
+import re
 import signal
-import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -20,14 +19,16 @@ from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from tests.functional.test_produce_api import call, kafka_python_batch
 from tests.support import devserver
 from tests.support.dynamodb_local import free_port
+from tests.support.kafka_wire import brokers, exchange, leaders
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from tidelog.kafka.registry import READ_EVERY_MS, SESSION_MS
 
 
 class AgentProcess:
     """A `tidelog agent` subprocess over `tidelog dev`'s stack, found by its name."""
 
-    def __init__(self, dev) -> None:
+    def __init__(self, dev, *options: str) -> None:
         self.port = free_port()
         self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115 - lives with the process
         env = {
@@ -41,7 +42,10 @@ class AgentProcess:
         }
         env.pop("TIDELOG_TABLE", None)
         env.pop("TIDELOG_BUCKET", None)
-        command = [sys.executable, "-m", "tidelog.cli", "agent", "--kafka-port", str(self.port)]
+        command = [
+            *(sys.executable, "-m", "tidelog.cli", "agent", "--kafka-port", str(self.port)),
+            *options,
+        ]
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + 30
         while "Kafka on" not in _output(self.log):
@@ -49,6 +53,7 @@ class AgentProcess:
             assert time.monotonic() < deadline, _output(self.log)
             time.sleep(0.1)
         self.bootstrap = f"127.0.0.1:{self.port}"
+        self.node_id = int(re.search(r"as node (\d+)", _output(self.log)).group(1))
 
     def stop(self) -> None:
         self.process.send_signal(signal.SIGTERM)
@@ -133,6 +138,7 @@ def test_an_agent_killed_mid_produce_loses_no_acknowledged_record(dev):
         linger_ms=2,
         retries=0,
         request_timeout_ms=5000,
+        delivery_timeout_ms=5100,  # what is waiting for the killed agent fails, not hangs
         max_block_ms=5000,
     )
     acknowledged, sent = [], 0
@@ -145,8 +151,15 @@ def test_an_agent_killed_mid_produce_loses_no_acknowledged_record(dev):
         time.sleep(0.002)
     doomed.process.kill()  # SIGKILL: no shutdown, requests in flight cut off
     doomed.process.wait(10)
-    producer.close(timeout=5)
+    killed = time.monotonic()
+    producer.close(timeout=10)
     kept = list(acknowledged)
+
+    # It stops heartbeating and leaves every agent's answers within its session; until then
+    # clients are sent to it for the partitions it led, as to a Kafka broker not yet fenced.
+    while doomed.node_id in brokers(dev.bootstrap):
+        assert time.monotonic() - killed < (SESSION_MS + READ_EVERY_MS) / 1000 + 5
+        time.sleep(0.2)
     reader = KafkaConsumer(
         bootstrap_servers=dev.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=3000
     )
@@ -167,7 +180,7 @@ def test_an_idempotent_retry_through_another_agent_is_answered_with_the_first_of
     init = InitProducerIdRequest[4](
         transactional_id=None, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1
     )
-    producer = _exchange(dev.bootstrap, init, InitProducerIdResponse, 4)
+    producer = exchange(dev.bootstrap, init, InitProducerIdResponse, 4)
     batch = kafka_python_batch(3, producer.producer_id, producer.producer_epoch, 0)
     produce = ProduceRequest[9](
         transactional_id=None,
@@ -182,8 +195,8 @@ def test_an_idempotent_retry_through_another_agent_is_answered_with_the_first_of
             )
         ],
     )
-    first = _exchange(dev.bootstrap, produce, ProduceResponse, 9)
-    retried = _exchange(second_agent, produce, ProduceResponse, 9)
+    first = exchange(dev.bootstrap, produce, ProduceResponse, 9)
+    retried = exchange(second_agent, produce, ProduceResponse, 9)
     answers = [r.responses[0].partition_responses[0] for r in (first, retried)]
     assert [(a.error_code, a.base_offset) for a in answers] == [(0, 0), (0, 0)]
     status, body = call(dev, "GET", f"/v1/topics/{topic}/partitions/0/records?offset=0")
@@ -191,12 +204,39 @@ def test_an_idempotent_retry_through_another_agent_is_answered_with_the_first_of
     assert [r["value"] for r in body["records"]] == ["value 0", "value 1", "value 2"]
 
 
-def _exchange(bootstrap, request, response_type, version):
-    host, port = bootstrap.split(":")
-    request.with_header(correlation_id=11, client_id="raw")
-    with socket.create_connection((host, int(port)), timeout=15) as sock:
-        sock.sendall(bytes(request.encode(header=True, framed=True)))
-        size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
-        return response_type.decode(
-            sock.recv(size, socket.MSG_WAITALL), version=version, header=True
+def test_agents_find_each_other_and_share_the_partitions_and_zones_keep_to_themselves(dev):
+    topic = f"spread-{uuid.uuid4().hex[:8]}"
+    assert call(dev, "POST", "/v1/topics", {"name": topic, "partitions": 8})[0] == 201
+    (first,) = brokers(dev.bootstrap)
+    zoned = AgentProcess(dev, "--zone", "use1-az9")
+    try:
+        everyone = {first, zoned.node_id}
+        time.sleep(READ_EVERY_MS / 1000)  # the list of live agents an answer uses is this fresh
+        for bootstrap in (dev.bootstrap, zoned.bootstrap):
+            assert set(brokers(bootstrap)) == everyone
+            assert set(brokers(bootstrap, "app,tidelog_az=use1-az9")) == {zoned.node_id}
+            assert set(brokers(bootstrap, "app,tidelog_az=use1-az1")) == everyone
+        led = leaders(dev.bootstrap, topic)
+        assert led == leaders(zoned.bootstrap, topic)
+        assert set(led.values()) == everyone, "eight partitions, both agents lead some"
+
+        # A producer sent to both agents by the leaders: every record stored, read back whole.
+        producer = KafkaProducer(bootstrap_servers=dev.bootstrap, linger_ms=5)
+        sent = [producer.send(topic, value=b"s%d" % i, partition=i % 8) for i in range(80)]
+        producer.flush(30)
+        assert sorted(f.get(1).partition for f in sent) == sorted(i % 8 for i in range(80))
+        producer.close()
+        consumer = KafkaConsumer(
+            bootstrap_servers=zoned.bootstrap,
+            client_id="reader,tidelog_az=use1-az9",
+            auto_offset_reset="earliest",
+            consumer_timeout_ms=3000,
         )
+        consumer.assign([TopicPartition(topic, p) for p in range(8)])
+        assert sorted(m.value for m in consumer) == sorted(b"s%d" % i for i in range(80))
+        consumer.close()
+    finally:
+        zoned.stop()
+    # A stopped agent leaves the registry at once: the next read no longer lists it.
+    time.sleep(READ_EVERY_MS / 1000)
+    assert set(brokers(dev.bootstrap)) == {first}

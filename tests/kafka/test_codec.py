@@ -35,6 +35,7 @@ from tidelog.kafka.codec import (
 )
 from tidelog.kafka.handlers import Handlers, api_versions_answer
 from tidelog.kafka.node import Node
+from tidelog.kafka.registry import Solo
 
 st.register_type_strategy(Records, st.binary(max_size=64))
 
@@ -83,7 +84,7 @@ def test_kio_and_kafka_python_agree_on_every_byte(key, version, is_request):
 
 
 def test_every_advertised_api_has_a_handler_and_no_other_is_served():
-    assert Handlers(Node(1, "h", 9092)).apis == set(API_VERSIONS)
+    assert Handlers(Solo(Node(1, "h", 9092))).apis == set(API_VERSIONS)
 
 
 def _metadata_answer() -> dict:

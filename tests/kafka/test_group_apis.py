@@ -23,6 +23,7 @@ from tidelog.kafka.consumer_protocol import (
 )
 from tidelog.kafka.groups import LEADER, GroupHandlers
 from tidelog.kafka.node import Node
+from tidelog.kafka.registry import Solo
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, ILLEGAL_GENERATION, INCONSISTENT_PROTOCOL = 0, 3, 22, 23
 UNKNOWN_MEMBER, REBALANCING, INVALID_REQUEST, TRANSACTIONAL_ID = 25, 27, 42, 53
@@ -57,7 +58,7 @@ class Agent:
         self.topics.create("t", partitions, {})
         self.meanwhile: Callable[[], None] = lambda: None
         self.groups = GroupHandlers(
-            lambda: Node(7, "agent.local", 9092),
+            Solo(Node(7, "agent.local", 9092)),
             coordinator=lambda: self.coord,
             monotonic=lambda: self.clock.now / 1000,
             sleep=self._sleep,

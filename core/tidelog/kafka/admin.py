@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from tidelog import runtime
 from tidelog.errors import InvalidRequestError, TidelogError
 from tidelog.kafka.codec import field, items
+from tidelog.kafka.node import Node
 from tidelog.log import configs as topic_configs
 from tidelog.log.topics import Topic, TopicExistsError, validate_name, validate_partitions
 
@@ -278,15 +280,22 @@ def _entry(name: str, value: str, source: int, doc: str) -> Answer:
     }
 
 
-def describe_cluster(node: Any, cluster_id: str) -> Answer:
+def describe_cluster(nodes: Sequence[Node], cluster_id: str) -> Answer:
     return {
         "throttle_time": 0,
         "error_code": 0,
         "error_message": None,
         "cluster_id": cluster_id,
-        "controller_id": node.node_id,
+        "controller_id": controller(nodes),
         "brokers": [
             {"broker_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}
+            for node in nodes
         ],
         "cluster_authorized_operations": -(2**31),
     }
+
+
+def controller(nodes: Sequence[Node]) -> int:
+    """There is no controller; admin tools want one, and the lowest id is as good as any and
+    the same from every agent."""
+    return min(node.node_id for node in nodes)

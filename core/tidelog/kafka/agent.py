@@ -7,25 +7,29 @@ any number of agents may serve one cluster, and the HTTP API reads what the agen
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
 import socket
 import threading
+import urllib.request
 
 from tidelog import __version__, aws, clusters, malloc, runtime
 from tidelog.kafka.handlers import Handlers
-from tidelog.kafka.node import Node
+from tidelog.kafka.registry import Registry
 from tidelog.kafka.server import KafkaServer
 
 DEFAULT_PORT = 9092
 
 
 class Agent:
-    """A Kafka listener on ``host:port`` served from a thread (port 0 picks a free one).
+    """A Kafka listener on ``host:port`` served from a thread (port 0 picks a free one),
+    registered in its cluster's table while it serves.
 
     ``advertised_host`` is what Metadata tells clients to connect to: the listening host, or
-    this machine's name when it listens on every interface.
+    this machine's name when it listens on every interface. ``zone`` is the availability zone
+    it serves (clients in it are shown it first).
     """
 
     def __init__(
@@ -34,14 +38,16 @@ class Agent:
         port: int = DEFAULT_PORT,
         *,
         advertised_host: str | None = None,
-        node_id: int = 1,
+        zone: str | None = None,
     ) -> None:
         self.host, self.requested_port = host, port
         self.advertised_host = advertised_host or (
             socket.gethostname() if host in ("0.0.0.0", "::", "") else host  # noqa: S104
         )
-        self.node_id = node_id
         self.port = 0
+        self.registry = Registry(
+            runtime.metadata_store(), host=self.advertised_host, zone=zone or None
+        )
         self._loop = asyncio.new_event_loop()
         self._thread: threading.Thread | None = None
         self._server: KafkaServer | None = None
@@ -57,11 +63,12 @@ class Agent:
         self.port = asyncio.run_coroutine_threadsafe(self._listen(), self._loop).result(30)
 
     async def _listen(self) -> int:
-        # The port is known only once bound (port 0), and Metadata must name it.
-        node = Node(self.node_id, self.advertised_host, 0)
-        self._server = KafkaServer(Handlers(node))
-        port = await self._server.start(self.host, self.requested_port)
-        self._server.handlers.node = Node(self.node_id, self.advertised_host, port)
+        # The port is known only once bound (port 0), and the registry must name it before
+        # the first client is answered.
+        self._server = KafkaServer(Handlers(self.registry))
+        port = await self._server.bind(self.host, self.requested_port)
+        self.registry.start(port)
+        await self._server.serve()
         return port
 
     def stop(self) -> None:
@@ -70,6 +77,7 @@ class Agent:
         self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(timeout=10)
+        self.registry.stop()
 
 
 def run(
@@ -77,6 +85,7 @@ def run(
     port: int,
     *,
     advertised_host: str | None,
+    zone: str | None,
     cluster: str | None,
     flush_ms: int,
 ) -> None:
@@ -101,11 +110,13 @@ def run(
     stopping = threading.Event()
     signal.signal(signal.SIGINT, lambda signum, frame: stopping.set())
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
-    agent = Agent(host, port, advertised_host=advertised_host)
+    agent = Agent(host, port, advertised_host=advertised_host, zone=zone or task_zone())
     agent.start()
     try:
+        me = agent.registry.me
         print(
-            f"tidelog {__version__} agent - Kafka on {agent.address} "
+            f"tidelog {__version__} agent - Kafka on {agent.address} as node {me.node_id}"
+            f"{f' in {me.rack}' if me.rack else ''} "
             f"(table {os.environ['TIDELOG_TABLE']}, bucket {os.environ['TIDELOG_BUCKET']})",
             flush=True,
         )
@@ -113,3 +124,18 @@ def run(
         print("tidelog agent: stopping", flush=True)
     finally:
         agent.stop()
+
+
+def task_zone() -> str | None:
+    """The availability zone of the ECS task this runs in (task metadata endpoint v4), or None
+    outside ECS."""
+    base = os.environ.get("ECS_CONTAINER_METADATA_URI_V4")
+    if not base:
+        return None
+    try:
+        with urllib.request.urlopen(f"{base}/task", timeout=2) as answer:  # noqa: S310 - ECS's
+            zone = json.load(answer).get("AvailabilityZone")
+    except (OSError, ValueError) as exc:
+        logging.getLogger(__name__).warning("no zone from the ECS task metadata: %s", exc)
+        return None
+    return str(zone) if zone else None

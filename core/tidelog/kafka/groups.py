@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -45,6 +45,8 @@ from tidelog.kafka.consumer_protocol import (
     write_subscription,
 )
 from tidelog.kafka.node import Node
+from tidelog.kafka.placement import client_zone, group_key, owner, visible
+from tidelog.kafka.registry import Brokers
 
 Answer = dict[str, Any]
 _R = TypeVar("_R")
@@ -59,18 +61,19 @@ NO_OFFSET = -1
 
 
 class GroupHandlers:
-    """``whereabouts`` is this agent, where FindCoordinator sends a client: every agent
-    coordinates every group, as all of them read and write the same table."""
+    """Every agent coordinates every group, as all of them read and write the same table.
+    FindCoordinator sends each group to one of ``brokers`` all the same (a rendezvous hash),
+    so that its members' requests gather on one agent."""
 
     def __init__(
         self,
-        whereabouts: Callable[[], Node],
+        brokers: Brokers,
         *,
         coordinator: Callable[[], Coordinator] = runtime.coordinator,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self._whereabouts = whereabouts
+        self._brokers = brokers
         self._coordinator = coordinator
         self._monotonic = monotonic
         self._sleep = sleep
@@ -82,12 +85,13 @@ class GroupHandlers:
         keys = field(request.body, "coordinator_keys")
         if keys is None:  # before v4: one key
             keys = [field(request.body, "key")]
-        found = [self._coordinator_of(str(key), key_type) for key in keys]
+        shown = visible(self._brokers.live(), client_zone(request.client_id))
+        found = [self._coordinator_of(str(key), key_type, shown) for key in keys]
         first = found[0] if found else {}  # what versions before 4 answer, at the top level
         return {"throttle_time": 0, **first, "coordinators": found}
 
-    def _coordinator_of(self, key: str, key_type: int) -> Answer:
-        here = self._whereabouts()
+    def _coordinator_of(self, key: str, key_type: int, shown: Sequence[Node]) -> Answer:
+        here = owner(shown, group_key(key))
         answer = {
             "key": key,
             "node_id": here.node_id,

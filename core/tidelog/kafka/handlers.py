@@ -20,6 +20,8 @@ from tidelog.kafka.apis import API_VERSIONS, ApiKey
 from tidelog.kafka.codec import NONE, Request, code, field, items
 from tidelog.kafka.groups import GroupHandlers
 from tidelog.kafka.node import Node
+from tidelog.kafka.placement import client_zone, owner, partition_key, visible
+from tidelog.kafka.registry import Brokers
 from tidelog.kafka.watcher import HighWatermarkWatcher, Partition
 from tidelog.log.fetch import OffsetOutOfRangeError, PartitionData
 from tidelog.log.head import high_watermarks
@@ -35,11 +37,13 @@ EARLIEST, LATEST = -2, -1  # ListOffsets' special timestamps
 
 
 class Handlers:
-    def __init__(self, node: Node) -> None:
-        self.node = node
+    """``brokers`` is this agent and the live ones beside it, which clients are shown."""
+
+    def __init__(self, brokers: Brokers) -> None:
+        self.brokers = brokers
         self._watcher = HighWatermarkWatcher(_high_watermarks)
         self._cluster: str | None = None
-        groups = GroupHandlers(lambda: self.node)
+        groups = GroupHandlers(brokers)
         self._apis: Mapping[ApiKey, Callable[[Request], Answer]] = {
             ApiKey.API_VERSIONS: self.api_versions,
             ApiKey.METADATA: self.metadata,
@@ -59,9 +63,11 @@ class Handlers:
             ApiKey.CREATE_TOPICS: lambda r: admin.create_topics(r.body),
             ApiKey.DELETE_TOPICS: lambda r: admin.delete_topics(r.body),
             ApiKey.CREATE_PARTITIONS: lambda r: admin.create_partitions(r.body),
-            ApiKey.DESCRIBE_CONFIGS: lambda r: admin.describe_configs(r.body, self.node.node_id),
+            ApiKey.DESCRIBE_CONFIGS: lambda r: admin.describe_configs(
+                r.body, self.brokers.me.node_id
+            ),
             ApiKey.DESCRIBE_CLUSTER: lambda r: admin.describe_cluster(
-                self.node, self._cluster_id()
+                self._shown(r), self._cluster_id()
             ),
         }
 
@@ -82,21 +88,26 @@ class Handlers:
 
     def metadata(self, request: Request) -> Answer:
         wanted = field(request.body, "topics")
+        nodes = self._shown(request)
         if wanted is None or (request.api_version == 0 and not wanted):
-            topics = [self._topic_metadata(t) for t in runtime.topics().list()]
+            topics = [self._topic_metadata(t, nodes) for t in runtime.topics().list()]
         else:
-            topics = [self._named_topic_metadata(str(t.name)) for t in wanted]
-        node = self.node
+            topics = [self._named_topic_metadata(str(t.name), nodes) for t in wanted]
         return {
             "throttle_time": 0,
             "brokers": [
                 {"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}
+                for node in nodes
             ],
             "cluster_id": self._cluster_id(),
-            "controller_id": node.node_id,
+            "controller_id": admin.controller(nodes),
             "topics": topics,
             "cluster_authorized_operations": -(2**31),
         }
+
+    def _shown(self, request: Request) -> tuple[Node, ...]:
+        """The agents this client is shown: live ones in its zone, else all live ones."""
+        return visible(self.brokers.live(), client_zone(request.client_id))
 
     def _cluster_id(self) -> str:
         """Created once per cluster and never changed: read once per agent."""
@@ -108,9 +119,9 @@ class Handlers:
             ).cluster_id
         return self._cluster
 
-    def _named_topic_metadata(self, name: str) -> Answer:
+    def _named_topic_metadata(self, name: str, nodes: tuple[Node, ...]) -> Answer:
         try:
-            return self._topic_metadata(runtime.topic_cache().get(name))
+            return self._topic_metadata(runtime.topic_cache().get(name), nodes)
         except TidelogError as exc:
             return {
                 "error_code": exc.kafka_error.code,
@@ -120,14 +131,12 @@ class Handlers:
                 "partitions": [],
             }
 
-    def _topic_metadata(self, topic: Topic) -> Answer:
-        leader = self.node.node_id
-        return {
-            "error_code": NONE,
-            "name": topic.name,
-            "topic_id": uuid.UUID(topic.topic_id),
-            "is_internal": False,
-            "partitions": [
+    def _topic_metadata(self, topic: Topic, nodes: tuple[Node, ...]) -> Answer:
+        partitions = []
+        for p in range(topic.partitions):
+            # Any agent serves any partition; the leader is where its traffic gathers.
+            leader = owner(nodes, partition_key(topic.topic_id, p)).node_id
+            partitions.append(
                 {
                     "error_code": NONE,
                     "partition_index": p,
@@ -137,8 +146,13 @@ class Handlers:
                     "isr_nodes": [leader],
                     "offline_replicas": [],
                 }
-                for p in range(topic.partitions)
-            ],
+            )
+        return {
+            "error_code": NONE,
+            "name": topic.name,
+            "topic_id": uuid.UUID(topic.topic_id),
+            "is_internal": False,
+            "partitions": partitions,
         }
 
     # Produce -----------------------------------------------------------------------------

@@ -47,8 +47,18 @@ class KafkaServer:
 
     async def start(self, host: str, port: int) -> int:
         """Listen on ``host:port`` (0 picks a free port); the port listened on."""
-        self._server = await asyncio.start_server(self._serve, host, port)
+        port = await self.bind(host, port)
+        await self.serve()
+        return port
+
+    async def bind(self, host: str, port: int) -> int:
+        """Bind ``host:port`` without accepting yet: the port listened on."""
+        self._server = await asyncio.start_server(self._serve, host, port, start_serving=False)
         return int(self._server.sockets[0].getsockname()[1])
+
+    async def serve(self) -> None:
+        assert self._server is not None, "bind first"
+        await self._server.start_serving()
 
     async def stop(self) -> None:
         if self._server is not None:

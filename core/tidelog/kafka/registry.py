@@ -1,0 +1,216 @@
+"""The agent registry (the seed's broker registry), in the cluster's table.
+
+Items::
+
+    ("agents", "<node id, 10 digits>")   host, port, zone, the instance holding the id, and
+                                          when it expires unless heartbeated
+
+An agent claims a random int32 node id that no live agent holds, heartbeats every
+``HEARTBEAT_MS`` and is dropped from every answer ``SESSION_MS`` after its last heartbeat: the
+defaults of KRaft's ``broker.heartbeat.interval.ms`` and ``broker.session.timeout.ms``. An agent
+that stops deletes its item; one that dies expires. DynamoDB's TTL removes expired items for
+good, days later; until then readers skip them.
+
+Nothing depends on the registry for correctness: every agent serves every partition and group.
+It decides only where clients are sent (tidelog.kafka.placement).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import secrets
+import threading
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+from tidelog import runtime
+from tidelog.kafka.node import Node
+from tidelog.storage import (
+    Compare,
+    ConditionFailedError,
+    Delete,
+    Item,
+    ItemAbsent,
+    MetadataStore,
+    Put,
+    any_of,
+)
+
+AGENTS_PK = "agents"
+HEARTBEAT_MS = 2000
+SESSION_MS = 9000
+READ_EVERY_MS = 1000
+"""How stale the list of live agents may be: a Metadata request reads it at most this often."""
+TTL_SLACK_S = 24 * 3600
+"""DynamoDB's TTL deletes long after expiry; it only keeps dead agents from piling up."""
+CLAIM_ATTEMPTS = 20
+
+log = logging.getLogger(__name__)
+
+
+def random_node_id() -> int:
+    """A positive int32, as Kafka's broker ids are."""
+    return 1 + secrets.randbelow(2**31 - 1)
+
+
+class Brokers(Protocol):
+    """This agent and the live agents of its cluster."""
+
+    @property
+    def me(self) -> Node: ...
+
+    def live(self) -> tuple[Node, ...]: ...
+
+
+class Solo:
+    """One agent and no registry: the in-memory stores of tests."""
+
+    def __init__(self, node: Node) -> None:
+        self.me = node
+
+    def live(self) -> tuple[Node, ...]:
+        return (self.me,)
+
+
+class Registry:
+    """This agent's entry in the registry, kept alive by ``start()`` until ``stop()``."""
+
+    def __init__(
+        self,
+        store: MetadataStore,
+        *,
+        host: str,
+        zone: str | None,
+        clock_ms: Callable[[], int] = runtime.clock_ms,
+        random_id: Callable[[], int] = random_node_id,
+    ) -> None:
+        self._store = store
+        self._host, self._port, self._zone = host, 0, zone
+        self._clock_ms = clock_ms
+        self._random_id = random_id
+        self._instance = str(uuid.uuid4())
+        self._me: Node | None = None
+        self._live: tuple[Node, ...] = ()
+        self._read_ms: int | None = None
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def me(self) -> Node:
+        if self._me is None:
+            raise RuntimeError("the agent has not registered")
+        return self._me
+
+    def register(self) -> Node:
+        """Claim a node id no live agent holds (an expired agent's may be taken over)."""
+        for _ in range(CLAIM_ATTEMPTS):
+            node = Node(self._random_id(), self._host, self._port, self._zone)
+            now = self._clock_ms()
+            try:
+                self._store.write(
+                    Put(
+                        self._item(node, now),
+                        any_of(ItemAbsent(), Compare("expires_ms", "<", now)),
+                    )
+                )
+            except ConditionFailedError:
+                continue
+            self._me = node
+            self._read_ms = None  # the next answer includes this agent's new id
+            return node
+        raise RuntimeError(f"no free node id after {CLAIM_ATTEMPTS} attempts")
+
+    def heartbeat(self) -> None:
+        """Push this agent's expiry on. If the id was taken over while this agent could not
+        heartbeat (it was expired by then), claim a new one."""
+        node = self.me
+        try:
+            self._store.write(
+                Put(self._item(node, self._clock_ms()), Compare("instance", "=", self._instance))
+            )
+        except ConditionFailedError:
+            log.warning("node id %d was taken over once expired; claiming another", node.node_id)
+            self.register()
+
+    def deregister(self) -> None:
+        if self._me is not None:
+            self._store.write(
+                Delete(
+                    AGENTS_PK, node_sk(self._me.node_id), Compare("instance", "=", self._instance)
+                )
+            )
+
+    def live(self) -> tuple[Node, ...]:
+        """The agents heartbeating within their session, this one always among them (it is
+        answering), read at most every ``READ_EVERY_MS``."""
+        now = self._clock_ms()
+        with self._lock:
+            if self._read_ms is None or now - self._read_ms >= READ_EVERY_MS:
+                items = self._store.query(AGENTS_PK)
+                self._live = live_nodes(items, now)
+                self._read_ms = now
+            me = self.me
+            return (me, *(node for node in self._live if node.node_id != me.node_id))
+
+    def start(self, port: int) -> Node:
+        """Register as listening on ``port`` and heartbeat until ``stop()``."""
+        self._port = port
+        node = self.register()
+        self._thread = threading.Thread(target=self._beat, name="tidelog-registry", daemon=True)
+        self._thread.start()
+        return node
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        with contextlib.suppress(ConditionFailedError):  # taken over: nothing of ours is left
+            self.deregister()
+
+    def _beat(self) -> None:
+        while not self._stopping.wait(HEARTBEAT_MS / 1000):
+            try:
+                self.heartbeat()
+            except Exception:  # a missed beat is retried; the agent serves on
+                log.exception("registry heartbeat failed")
+
+    def _item(self, node: Node, now_ms: int) -> Item:
+        expires_ms = now_ms + SESSION_MS
+        item: dict[str, object] = {
+            "pk": AGENTS_PK,
+            "sk": node_sk(node.node_id),
+            "node_id": node.node_id,
+            "host": node.host,
+            "port": node.port,
+            "instance": self._instance,
+            "expires_ms": expires_ms,
+            "expires_at": expires_ms // 1000 + TTL_SLACK_S,
+        }
+        if node.rack is not None:
+            item["zone"] = node.rack
+        return item
+
+
+def node_sk(node_id: int) -> str:
+    return f"{node_id:010d}"
+
+
+def live_nodes(items: Iterable[Item], now_ms: int) -> tuple[Node, ...]:
+    """The registry's items still within their session, as nodes."""
+    nodes = []
+    for item in items:
+        if int(str(item["expires_ms"])) <= now_ms:
+            continue
+        zone = item.get("zone")
+        nodes.append(
+            Node(
+                int(str(item["node_id"])),
+                str(item["host"]),
+                int(str(item["port"])),
+                str(zone) if zone is not None else None,
+            )
+        )
+    return tuple(nodes)
