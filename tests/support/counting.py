@@ -10,9 +10,13 @@ from tidelog.storage.metadata import Item
 
 
 class CountingStore:
+    """``reads`` counts calls; ``items_read`` counts the items queries returned (what DynamoDB
+    bills a Query by)."""
+
     def __init__(self, inner: MetadataStore) -> None:
         self.inner = inner
         self.reads = 0
+        self.items_read = 0
 
     def get(self, pk: str, sk: str) -> Item | None:
         self.reads += 1
@@ -24,7 +28,9 @@ class CountingStore:
 
     def query(self, pk: str, **kwargs: Any) -> Iterator[Item]:
         self.reads += 1
-        return self.inner.query(pk, **kwargs)
+        items = list(self.inner.query(pk, **kwargs))  # as a page comes: whole
+        self.items_read += len(items)
+        return iter(items)
 
     def write(self, op: Put | Delete) -> None:
         self.inner.write(op)

@@ -4,6 +4,7 @@ half-done roll and compacted gaps."""
 from __future__ import annotations
 
 import pytest
+from tests.support.counting import CountingStore
 from tests.support.log import tiny_log
 
 from tidelog.log import keys
@@ -124,3 +125,24 @@ def test_the_cache_stays_within_its_bound(tmp_path):
     assert sum(f.stat().st_size for f in files) <= 250
     assert cache.read("k9", 10, 20) == stored["k9"][10:20]
     assert cache.read_blocks("k3", 5, 60, 100) == stored["k3"][5:60]
+
+
+def test_a_fetch_reads_the_index_only_as_far_as_its_budget(tmp_path):
+    """A consumer reading a few runs must not pay for the whole index after them: a DynamoDB
+    Query page is up to 1 MB, 256 read units strongly consistent."""
+    log = tiny_log(tmp_path)
+    for i in range(300):
+        log.produce(0, [(None, b"v%03d" % i)])
+    counting = CountingStore(log.meta)
+    reader = LogReader(counting, log.objects)
+    one_run = log.reader.fetch(log.topic.topic_id, 0, 0, 1).batches[0].batch.size_in_bytes
+
+    data = reader.fetch(log.topic.topic_id, 0, 40, max_bytes=3 * one_run)
+    assert data.next_offset == 43
+    assert counting.items_read == 16, "one first page of the index"
+
+    counting.items_read = counting.reads = 0
+    data = reader.fetch(log.topic.topic_id, 0, 0, max_bytes=10**6)
+    assert data.next_offset == 300
+    assert counting.items_read == 300, "every run once"
+    assert counting.reads == 1 + 3, "the head, and pages of 16, 64 and 256 (the last short)"

@@ -29,13 +29,18 @@ from tidelog.log.entries import LogEntry
 from tidelog.log.head import high_watermark, high_watermarks
 from tidelog.log.segment import INDEX_INTERVAL_BYTES, CorruptIndexError, OffsetIndex, TimeIndex
 from tidelog.records import CorruptRecordError, RecordBatch, iter_batches, with_base_offset
-from tidelog.storage import MetadataStore, ObjectNotFoundError, ObjectStore
+from tidelog.storage import Item, MetadataStore, ObjectNotFoundError, ObjectStore
 
 logger = logging.getLogger(__name__)
 
 _LENGTH = struct.Struct(">i")
 _LENGTH_END = 12  # baseOffset (8) + batchLength (4)
 _REPLANS = 3
+_FIRST_PAGE = 16
+"""Index entries read by a fetch's first query. A fetch needs entries only until its byte budget
+is planned, so the index is read in pages that grow fourfold, not to its end (a DynamoDB page
+is up to 1 MB: 256 read units, strongly consistent, for a fetch that needed a few items)."""
+_MAX_PAGE = 1024
 _T = TypeVar("_T")
 
 
@@ -124,8 +129,7 @@ class LogReader:
         reads of the index, and raises :class:`IndexMovedError`."""
         pk = keys.log_pk(topic_id, partition)
         at = keys.index_sk(offset)
-        end = keys.INDEX_PREFIX + "~"
-        items = self._meta.query(pk, lo=at, hi=end)
+        items = self._index(pk, at)
         aligned = next(items, None)
         if aligned is None or aligned["sk"] != at:
             # The offset is inside an entry (or past the last): find the one holding it. A
@@ -134,7 +138,7 @@ class LogReader:
                 iter(self._meta.query(pk, lo=keys.INDEX_PREFIX, hi=at, descending=True, limit=1)),
                 None,
             )
-            items = self._meta.query(pk, lo=str(first["sk"]) if first else at, hi=end)
+            items = self._index(pk, str(first["sk"]) if first else at)
         else:
             items = itertools.chain([aligned], items)
         covered = offset
@@ -146,6 +150,18 @@ class LogReader:
                 raise IndexMovedError(f"{pk}: no index entry holds offset {covered}")
             yield entry
             covered = entry.last_offset + 1
+
+    def _index(self, pk: str, lo: str) -> Iterator[Item]:
+        """Index items from sort key ``lo`` on, a page at a time, each page read only once the
+        one before it is used up."""
+        page = _FIRST_PAGE
+        while True:
+            items = list(self._meta.query(pk, lo=lo, hi=keys.INDEX_PREFIX + "~", limit=page))
+            yield from items
+            if len(items) < page:
+                return
+            lo = keys.index_sk(LogEntry.from_item(items[-1]).base_offset + 1)
+            page = min(page * 4, _MAX_PAGE)
 
     # -- fetch ---------------------------------------------------------------------------
 
