@@ -12,9 +12,11 @@ import os
 import random
 import threading
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from tidelog import aws
+from tidelog.log import claims
 from tidelog.log.groupcommit import GroupCommitter
 from tidelog.log.staging import StagingArea
 from tidelog.log.topics import TopicCache, Topics
@@ -28,11 +30,42 @@ if TYPE_CHECKING:
     from tidelog.log.fetch import LogReader
     from tidelog.log.housekeeping import Housekeeper
 
+_T = TypeVar("_T")
+_UNSET: Any = object()
+_building = threading.RLock()
+
+
+class _Once(Generic[_T]):
+    """What ``build`` returns, built once per process even when many threads ask at once (an
+    agent's first requests do: two read caches would empty each other's directory)."""
+
+    def __init__(self, build: Callable[[], _T]) -> None:
+        self._build = build
+        self._value: _T = _UNSET
+        functools.update_wrapper(self, build)
+
+    def __call__(self) -> _T:
+        value = self._value
+        if value is _UNSET:
+            with _building:  # re-entrant: builders ask for what they are built from
+                if self._value is _UNSET:
+                    self._value = self._build()
+                value = self._value
+        return value
+
+    def cache_clear(self) -> None:
+        self._value = _UNSET
+
+
+def _once(build: Callable[[], _T]) -> _Once[_T]:
+    return _Once(build)
+
+
 # Each function imports only its own path: the read path, housekeeping and groups are imported
 # when first asked for, so a produce cold start never pays for them.
 
 
-@functools.cache
+@_once
 def settings() -> Settings:
     return Settings.from_env()
 
@@ -40,14 +73,14 @@ def settings() -> Settings:
 # The adapters import boto3: they are imported when first needed, not when a handler loads.
 
 
-@functools.cache
+@_once
 def metadata_store() -> MetadataStore:
     from tidelog.storage.dynamodb import DynamoMetadataStore  # noqa: PLC0415 - cold start
 
     return DynamoMetadataStore(aws.client("dynamodb"), settings().table)
 
 
-@functools.cache
+@_once
 def object_store() -> ObjectStore:
     from tidelog.storage.s3 import S3ObjectStore  # noqa: PLC0415 - cold start
 
@@ -61,35 +94,29 @@ def clock_ms() -> int:
 random_bytes = os.urandom
 
 
-@functools.cache
+@_once
 def topics() -> Topics:
     return Topics(metadata_store(), clock_ms)
 
 
-@functools.cache
+@_once
 def topic_cache() -> TopicCache:
     """Topic metadata for produce: a second old at most (see TopicCache)."""
     return TopicCache(topics(), ttl_s=1.0, clock_s=time.monotonic)
 
 
-@functools.cache
+@_once
 def partitioner() -> DefaultPartitioner:
     return DefaultPartitioner()
 
 
-_appender_lock = threading.Lock()
-
-
+@_once
 def appender() -> Writer | GroupCommitter:
-    """The write path, built once per process, under a lock: its staging recovery must never
-    run beside a live writer, or it would take an in-flight object for an orphan."""
-    with _appender_lock:
-        return _appender()
-
-
-@functools.cache
-def _appender() -> Writer | GroupCommitter:
+    """The write path. Its staging recovery must never run beside a live writer, or it would
+    take an in-flight object for an orphan: once per process, on a directory no other process
+    holds."""
     config = settings()
+    claims.claim(config.staging_dir, "TIDELOG_STAGING_DIR")
     recover_staging(config.staging_dir, metadata_store(), clock_ms())
     writer = Writer(
         metadata_store(),
@@ -104,22 +131,21 @@ def _appender() -> Writer | GroupCommitter:
     return writer
 
 
-@functools.cache
+@_once
 def log_reader() -> LogReader:
     from tidelog.log.cache import ObjectCache  # noqa: PLC0415 - see above
     from tidelog.log.fetch import LogReader  # noqa: PLC0415
 
     config = settings()
     objects = object_store()
-    cache = (
-        ObjectCache(config.cache_dir, config.cache_bytes, objects.get)
-        if config.cache_bytes > 0
-        else None
-    )
+    cache = None
+    if config.cache_bytes > 0:
+        claims.claim(config.cache_dir, "TIDELOG_CACHE_DIR")
+        cache = ObjectCache(config.cache_dir, config.cache_bytes, objects.get)
     return LogReader(metadata_store(), objects, cache)
 
 
-@functools.cache
+@_once
 def housekeeper() -> Housekeeper:
     from tidelog.log.housekeeping import Housekeeper  # noqa: PLC0415 - see above
 
@@ -134,7 +160,7 @@ def housekeeper() -> Housekeeper:
     )
 
 
-@functools.cache
+@_once
 def coordinator() -> Coordinator:
     from tidelog.groups.coordinator import Coordinator  # noqa: PLC0415 - see above
     from tidelog.groups.model import Limits  # noqa: PLC0415
@@ -163,7 +189,7 @@ def reset() -> None:
         topics,
         topic_cache,
         partitioner,
-        _appender,
+        appender,
         log_reader,
         housekeeper,
         coordinator,

@@ -4,8 +4,6 @@ cluster's table and bucket, so what one acknowledges, every other serves."""
 from __future__ import annotations
 
 import os
-import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -17,65 +15,24 @@ from kafka.admin import KafkaAdminClient
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from tests.functional.test_produce_api import call, kafka_python_batch
-from tests.support import devserver
-from tests.support.dynamodb_local import free_port
+from tests.support.agents import AgentProcess
 from tests.support.kafka_wire import brokers, exchange, leaders
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from tidelog.kafka.registry import READ_EVERY_MS, SESSION_MS
 
 
-class AgentProcess:
-    """A `tidelog agent` subprocess over `tidelog dev`'s stack, found by its name."""
-
-    def __init__(self, dev, *options: str) -> None:
-        self.port = free_port()
-        self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115 - lives with the process
-        env = {
-            **os.environ,
-            "AWS_ENDPOINT_URL": dev.aws_url,
-            "AWS_ACCESS_KEY_ID": "test",
-            "AWS_SECRET_ACCESS_KEY": "test",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "TIDELOG_STAGING_DIR": tempfile.mkdtemp(prefix="agent-staging-"),
-            **devserver.FAST_GROUPS,  # the group bounds are each agent's, as each broker's
-        }
-        env.pop("TIDELOG_TABLE", None)
-        env.pop("TIDELOG_BUCKET", None)
-        command = [
-            *(sys.executable, "-m", "tidelog.cli", "agent", "--kafka-port", str(self.port)),
-            *options,
-        ]
-        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        deadline = time.monotonic() + 30
-        while "Kafka on" not in _output(self.log):
-            assert self.process.poll() is None, _output(self.log)
-            assert time.monotonic() < deadline, _output(self.log)
-            time.sleep(0.1)
-        self.bootstrap = f"127.0.0.1:{self.port}"
-        self.node_id = int(re.search(r"as node (\d+)", _output(self.log)).group(1))
-
-    def stop(self) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        assert self.process.wait(timeout=15) == 0, _output(self.log)
-
-
 @pytest.fixture
 def second_agent(dev):
     agent = AgentProcess(dev)
-    yield agent.bootstrap
+    yield agent
     agent.stop()
-
-
-def _output(log) -> str:
-    log.seek(0)
-    return log.read()
 
 
 def test_what_one_agent_acknowledges_another_serves(dev, second_agent):
     topic = f"agents-{uuid.uuid4().hex[:8]}"
     assert call(dev, "POST", "/v1/topics", {"name": topic, "partitions": 2})[0] == 201
-    producer = KafkaProducer(bootstrap_servers=second_agent, enable_idempotence=True)
+    producer = KafkaProducer(bootstrap_servers=second_agent.bootstrap, enable_idempotence=True)
     offsets = [producer.send(topic, value=b"v%d" % i, partition=i % 2).get(10) for i in range(10)]
     producer.close()
     assert [(m.partition, m.offset) for m in offsets][:4] == [(0, 0), (1, 0), (0, 1), (1, 1)]
@@ -92,7 +49,7 @@ def test_what_one_agent_acknowledges_another_serves(dev, second_agent):
     # what the group commits there the first agent reads.
     member = KafkaConsumer(
         topic,
-        bootstrap_servers=second_agent,
+        bootstrap_servers=second_agent.bootstrap,
         group_id="across",
         auto_offset_reset="earliest",
         enable_auto_commit=False,
@@ -110,6 +67,26 @@ def test_what_one_agent_acknowledges_another_serves(dev, second_agent):
     committed = admin.list_group_offsets({"across": None})["across"]
     admin.close()
     assert sorted(o.offset for o in committed.values()) == [5, 5]
+
+
+def test_an_agent_will_not_share_a_staging_or_cache_directory_with_a_live_one(second_agent):
+    """Recovery on start takes what it finds in staging for a dead process's leftovers: a
+    second live process there would take the first one's objects in flight."""
+    for setting in ("TIDELOG_STAGING_DIR", "TIDELOG_CACHE_DIR"):
+        env = dict(second_agent.env)  # its directory for this setting, a new one for the other
+        other = {"TIDELOG_STAGING_DIR", "TIDELOG_CACHE_DIR"} - {setting}
+        env.update({name: tempfile.mkdtemp() for name in other})
+        result = subprocess.run(
+            [sys.executable, "-m", "tidelog.cli", "agent", "--kafka-port", "0"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        assert result.returncode == 1, result.stderr
+        assert "is in use by another tidelog process" in result.stderr
+        assert setting in result.stderr
 
 
 def test_an_agent_names_what_it_needs_when_the_cluster_is_missing(tmp_path):
@@ -196,7 +173,7 @@ def test_an_idempotent_retry_through_another_agent_is_answered_with_the_first_of
         ],
     )
     first = exchange(dev.bootstrap, produce, ProduceResponse, 9)
-    retried = exchange(second_agent, produce, ProduceResponse, 9)
+    retried = exchange(second_agent.bootstrap, produce, ProduceResponse, 9)
     answers = [r.responses[0].partition_responses[0] for r in (first, retried)]
     assert [(a.error_code, a.base_offset) for a in answers] == [(0, 0), (0, 0)]
     status, body = call(dev, "GET", f"/v1/topics/{topic}/partitions/0/records?offset=0")
@@ -204,27 +181,30 @@ def test_an_idempotent_retry_through_another_agent_is_answered_with_the_first_of
     assert [r["value"] for r in body["records"]] == ["value 0", "value 1", "value 2"]
 
 
+PARTITIONS = 24  # random node ids: one agent leads all with probability 2 * 2**-24
+
+
 def test_agents_find_each_other_and_share_the_partitions_and_zones_keep_to_themselves(dev):
     topic = f"spread-{uuid.uuid4().hex[:8]}"
-    assert call(dev, "POST", "/v1/topics", {"name": topic, "partitions": 8})[0] == 201
+    assert call(dev, "POST", "/v1/topics", {"name": topic, "partitions": PARTITIONS})[0] == 201
     (first,) = brokers(dev.bootstrap)
     zoned = AgentProcess(dev, "--zone", "use1-az9")
     try:
         everyone = {first, zoned.node_id}
-        time.sleep(READ_EVERY_MS / 1000)  # the list of live agents an answer uses is this fresh
+        _until(lambda: set(brokers(dev.bootstrap)) == everyone)  # each agent reads it anew
         for bootstrap in (dev.bootstrap, zoned.bootstrap):
             assert set(brokers(bootstrap)) == everyone
             assert set(brokers(bootstrap, "app,tidelog_az=use1-az9")) == {zoned.node_id}
             assert set(brokers(bootstrap, "app,tidelog_az=use1-az1")) == everyone
         led = leaders(dev.bootstrap, topic)
         assert led == leaders(zoned.bootstrap, topic)
-        assert set(led.values()) == everyone, "eight partitions, both agents lead some"
+        assert set(led.values()) == everyone, "both agents lead some"
 
         # A producer sent to both agents by the leaders: every record stored, read back whole.
         producer = KafkaProducer(bootstrap_servers=dev.bootstrap, linger_ms=5)
-        sent = [producer.send(topic, value=b"s%d" % i, partition=i % 8) for i in range(80)]
+        sent = [producer.send(topic, value=b"s%d" % i, partition=i % PARTITIONS) for i in range(80)]
         producer.flush(30)
-        assert sorted(f.get(1).partition for f in sent) == sorted(i % 8 for i in range(80))
+        assert sorted(f.get(1).partition for f in sent) == sorted(i % PARTITIONS for i in range(80))
         producer.close()
         consumer = KafkaConsumer(
             bootstrap_servers=zoned.bootstrap,
@@ -232,11 +212,18 @@ def test_agents_find_each_other_and_share_the_partitions_and_zones_keep_to_thems
             auto_offset_reset="earliest",
             consumer_timeout_ms=3000,
         )
-        consumer.assign([TopicPartition(topic, p) for p in range(8)])
+        consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
         assert sorted(m.value for m in consumer) == sorted(b"s%d" % i for i in range(80))
         consumer.close()
     finally:
         zoned.stop()
     # A stopped agent leaves the registry at once: the next read no longer lists it.
-    time.sleep(READ_EVERY_MS / 1000)
-    assert set(brokers(dev.bootstrap)) == {first}
+    _until(lambda: set(brokers(dev.bootstrap)) == {first})
+
+
+def _until(condition) -> None:
+    """Within the time an agent's list of live agents may be stale."""
+    deadline = time.monotonic() + READ_EVERY_MS / 1000 + 2
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)

@@ -57,6 +57,10 @@ class Agent:
         return f"{self.advertised_host}:{self.port}"
 
     def start(self) -> None:
+        # The write and read paths claim their directories and recover staging now, before
+        # any client is answered: a directory another process holds stops the start.
+        runtime.appender()
+        runtime.log_reader()
         self._thread = threading.Thread(target=self._loop.run_forever, name="tidelog-agent")
         self._thread.daemon = True
         self._thread.start()
