@@ -7,6 +7,7 @@ blocking, and a Lambda function calls the same code the same way.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -279,22 +280,33 @@ class Handlers:
     ) -> list[PartitionData | TidelogError]:
         if len(wanted) == 1:
             return [self._fetch_partition(*wanted[0])]
-        return list(self._partition_reads.map(lambda w: self._fetch_partition(*w), wanted))
+        heads = _heads(wanted)
+        return list(
+            self._partition_reads.map(
+                lambda w: self._fetch_partition(w[0], w[1], w[2], w[3], heads.get((w[0], w[1]))),
+                wanted,
+            )
+        )
 
     @staticmethod
     def _fetch_partition(
-        name: str, partition: int, offset: int, max_bytes: int
+        name: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        head: tuple[int, int] | None = None,
     ) -> PartitionData | TidelogError:
         try:
             topic = runtime.topic_cache().get(name, partition)
             topic.check_partition(partition)
             reader = runtime.log_reader()
-            data = reader.fetch(topic.topic_id, partition, offset, max(max_bytes, 1))
+            data = reader.fetch(topic.topic_id, partition, offset, max(max_bytes, 1), head)
             # A compacted gap with no batch in reach: read on from where it ends, so a
             # consumer never asks for the same offset forever.
             while not data.batches and offset < data.next_offset < data.high_watermark:
                 offset = data.next_offset
-                data = reader.fetch(topic.topic_id, partition, offset, max(max_bytes, 1))
+                head = (data.log_start_offset, data.high_watermark)
+                data = reader.fetch(topic.topic_id, partition, offset, max(max_bytes, 1), head)
             return data
         except TidelogError as exc:
             return exc
@@ -337,6 +349,24 @@ class Handlers:
             "producer_id": producer_id,
             "producer_epoch": epoch,
         }
+
+
+def _heads(wanted: Sequence[tuple[str, int, int, int]]) -> dict[tuple[str, int], tuple[int, int]]:
+    """(log start, high watermark) of every partition a fetch names, in one read (BatchGetItem)
+    rather than one a partition. Partitions it cannot name are left to their own reads, which
+    report them."""
+    ids: dict[tuple[str, int], Partition] = {}
+    for name, partition, _, _ in wanted:
+        with contextlib.suppress(TidelogError):
+            ids[(name, partition)] = (
+                runtime.topic_cache().get(name, partition).topic_id,
+                partition,
+            )
+    try:
+        found = runtime.log_reader().heads(list(set(ids.values())))
+    except TidelogError:
+        return {}
+    return {key: found[at] for key, at in ids.items() if at in found}
 
 
 def _high_watermarks(partitions: Sequence[Partition]) -> dict[Partition, int]:

@@ -165,11 +165,31 @@ class LogReader:
 
     # -- fetch ---------------------------------------------------------------------------
 
-    def fetch(self, topic_id: str, partition: int, offset: int, max_bytes: int) -> PartitionData:
+    def fetch(
+        self,
+        topic_id: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        head: tuple[int, int] | None = None,
+    ) -> PartitionData:
         """Committed batches from ``offset``. An object that vanished under the read was
         replaced (rolled, compacted) and collected after a grace period this read outlived:
-        the index now points elsewhere, so the read starts over from it."""
-        return self._replanning(lambda: self._fetch(topic_id, partition, offset, max_bytes))
+        the index now points elsewhere, so the read starts over from it.
+
+        ``head`` is the partition's (log start, high watermark) when the caller read it with
+        others (``heads``, one call for many partitions); a read that starts over reads it
+        again."""
+        heads = iter([head] if head is not None else [])
+        return self._replanning(
+            lambda: self._fetch(
+                topic_id,
+                partition,
+                offset,
+                max_bytes,
+                next(heads, None) or self.head(topic_id, partition),
+            )
+        )
 
     @staticmethod
     def _replanning(read: Callable[[], _T]) -> _T:
@@ -183,8 +203,15 @@ class LogReader:
         except ObjectNotFoundError as exc:
             raise IndexMovedError(str(exc)) from exc
 
-    def _fetch(self, topic_id: str, partition: int, offset: int, max_bytes: int) -> PartitionData:
-        log_start, high_watermark = self.head(topic_id, partition)
+    def _fetch(
+        self,
+        topic_id: str,
+        partition: int,
+        offset: int,
+        max_bytes: int,
+        head: tuple[int, int],
+    ) -> PartitionData:
+        log_start, high_watermark = head
         if not log_start <= offset <= high_watermark:
             raise OffsetOutOfRangeError(offset, log_start, high_watermark)
         result = PartitionData(log_start, high_watermark, offset)
