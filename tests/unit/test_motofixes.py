@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import copy
 import gc
+import json
 import weakref
+from decimal import Decimal
 
 import pytest
+from moto.core.responses import ActionContext
+from moto.core.serialize import get_serializer_class
+from moto.core.utils import get_service_model
 from moto.dynamodb.exceptions import MultipleTransactionsException, TransactionCanceledException
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Item, Table
+from moto.dynamodb.responses import DynamoResult
 from moto.s3.models import S3Backend
 
 from tidelog.local import motofixes
@@ -199,3 +205,42 @@ def test_moto_keeps_no_s3_key_it_has_deleted():
     s3.delete_object("tidelog-test", "k")
     gc.collect()
     assert key() is None
+
+
+ITEM = {
+    "pk": {"S": "log#t#0"},
+    "sk": {"S": "idx#00000000000000000007"},
+    "n": {"N": "42"},
+    "blob": {"B": b"\x00\x01\xff"},
+    "flag": {"BOOL": True},
+    "none": {"NULL": True},
+    "list": {"L": [{"S": "a"}, {"N": "1.5"}]},
+    "map": {"M": {"k": {"S": "v"}, "b": {"B": b"xyz"}}},
+    "strings": {"SS": ["a", "b"]},
+}
+
+
+@pytest.mark.parametrize(
+    ("operation", "result"),
+    [
+        ("Query", {"Items": [ITEM, ITEM], "Count": 2, "ScannedCount": 2}),
+        ("Query", {"Items": [ITEM], "Count": 1, "ScannedCount": 1, "LastEvaluatedKey": None}),
+        ("GetItem", {"Item": ITEM}),
+        ("GetItem", {}),
+        ("BatchGetItem", {"Responses": {"t": [ITEM]}, "UnprocessedKeys": {}}),
+        ("TransactWriteItems", {}),
+        ("PutItem", {"ConsumedCapacity": {"TableName": "t", "CapacityUnits": Decimal("1.0")}}),
+    ],
+)
+def test_data_plane_answers_are_written_as_moto_writes_them(operation, result):
+    """The JSON fast path against moto's own serializer: the same answer, whatever the types."""
+    motofixes.install()
+    service = get_service_model("dynamodb")
+    context = ActionContext(
+        service, service.operation_model(operation), get_serializer_class("dynamodb", "json"), None
+    )
+    assert DynamoResult.execute_result is not motofixes.MOTO_EXECUTE_RESULT
+    fast = DynamoResult(copy.deepcopy(result)).execute_result(context)
+    slow = motofixes.MOTO_EXECUTE_RESULT(DynamoResult(copy.deepcopy(result)), context)
+    assert fast[0] == slow[0] == 200
+    assert json.loads(fast[2]) == json.loads(slow[2])

@@ -73,7 +73,7 @@ def install() -> None:
         )
         setattr(Table, "query", _one_partition(Table.query))  # noqa: B010 - likewise
         setattr(  # noqa: B010 - likewise
-            DynamoResult, "execute_result", _as_json(DynamoResult.execute_result)
+            DynamoResult, "execute_result", _as_json(MOTO_EXECUTE_RESULT)
         )
 
 
@@ -91,6 +91,10 @@ _DATA_PLANE = frozenset(
         "BatchWriteItem",
     }
 )
+
+
+MOTO_EXECUTE_RESULT = DynamoResult.execute_result
+"""moto's own serializer, as imported (before ``install``): what the fast path must match."""
 
 
 def _as_json(original: Callable[..., Any]) -> Any:
