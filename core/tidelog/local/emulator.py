@@ -60,14 +60,6 @@ def _is_lambda_invoke(environ: dict[str, Any]) -> bool:
     return path.startswith("/2015-03-31/functions/") and path.endswith("/invocations")
 
 
-class KeepAliveRequestHandler(MotoRequestHandler):
-    """HTTP/1.1, so that clients keep their connections. Under werkzeug's default (HTTP/1.0)
-    every AWS call paid a TCP connect and a new server thread: an agent's fetches spent more
-    time connecting than being served."""
-
-    protocol_version = "HTTP/1.1"
-
-
 class Emulator:
     """moto on ``host:port`` (port 0 picks a free one), in a thread of this process.
 
@@ -99,7 +91,7 @@ class Emulator:
             self._requested_port,
             app,
             threaded=True,
-            request_handler=KeepAliveRequestHandler,
+            request_handler=MotoRequestHandler,
         )
         # moto's Step Functions tasks call back to localhost:$MOTO_PORT; DynamoDB Streams need
         # account-id endpoints off with recent botocore.
