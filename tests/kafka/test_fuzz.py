@@ -1,0 +1,129 @@
+"""Mangled requests of every advertised API and version, over a socket to a `tidelog dev` agent of
+this module's own (what it stores is nobody else's): each is answered with its correlation id or
+closes its connection, and never stops the agent answering the next client.
+
+Requests are generated from kio's schemas by Hypothesis, then cut short, overwritten at random
+places or followed by garbage. A request that still parses is a request: it is answered like any
+other, errors included. Requests that may wait by design (Fetch, JoinGroup, SyncGroup) are given
+up on after a moment, as an impatient client gives up; the agent must let them go.
+"""
+
+from __future__ import annotations
+
+import io
+import socket
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kio.index import load_request_schema
+from kio.serial import entity_writer
+from kio.static.primitive import Records, i16, i32
+from tests.support import devserver
+
+from tidelog.kafka.apis import API_VERSIONS, ApiKey
+from tidelog.kafka.codec import FrameError, RequestHeaderV1, RequestHeaderV2, decode_request
+from tidelog.kafka.server import WAITING
+
+st.register_type_strategy(Records, st.binary(max_size=64))
+
+CASES = [
+    pytest.param(key, version, id=f"{key.name}-v{version}")
+    for key, (low, high) in API_VERSIONS.items()
+    for version in range(low, high + 1)
+]
+CORRELATION = 0x5EED
+ANSWER_S = 10  # nothing but a waiting request takes this long, on a loaded 2-core machine
+PATIENCE_S = 0.3  # how long a waiting request is waited for before its client leaves
+
+
+@pytest.fixture(scope="module")
+def agent():
+    dev = devserver.start()
+    yield dev.bootstrap
+    dev.stop()
+
+
+def _frame(key: ApiKey, version: int, body: object) -> bytes:
+    schema = load_request_schema(key, version)
+    header_type = RequestHeaderV2 if schema.__flexible__ else RequestHeaderV1
+    out = io.BytesIO()
+    entity_writer(header_type)(
+        out,
+        header_type(
+            request_api_key=i16(key),
+            request_api_version=i16(version),
+            correlation_id=i32(CORRELATION),
+            client_id="fuzz",
+        ),
+    )
+    entity_writer(schema)(out, body)
+    return out.getvalue()
+
+
+@st.composite
+def mangled(draw: st.DrawFn, frame: bytes) -> bytes:
+    """The frame (header kept, so the agent knows what it claims to be) damaged one way."""
+    header = 8  # api key, version, correlation id
+    how = draw(st.sampled_from(["cut", "overwrite", "garbage", "whole"]))
+    if how == "cut":
+        return frame[: draw(st.integers(header, max(header, len(frame) - 1)))]
+    if how == "overwrite":
+        body = bytearray(frame)
+        for _ in range(draw(st.integers(1, 8))):
+            if len(body) > header:
+                body[draw(st.integers(header, len(body) - 1))] = draw(st.integers(0, 255))
+        return bytes(body)
+    if how == "garbage":
+        return frame + draw(st.binary(min_size=1, max_size=64))
+    return frame
+
+
+@pytest.mark.parametrize(("key", "version"), CASES)
+def test_a_mangled_request_is_answered_or_closes_its_connection(agent, key, version):
+    schema = load_request_schema(key, version)
+    host, port = agent.split(":")
+
+    @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.from_type(schema).map(lambda body: _frame(key, version, body)).flatmap(mangled))
+    def exchange(frame: bytes) -> None:
+        with socket.create_connection((host, int(port)), timeout=ANSWER_S) as sock:
+            sock.sendall(struct.pack(">i", len(frame)) + frame)
+            if key in WAITING:
+                sock.settimeout(PATIENCE_S)
+            try:
+                prefix = sock.recv(4, socket.MSG_WAITALL)
+            except TimeoutError:
+                assert key in WAITING, "no answer and no close"
+                return
+            if prefix == b"":
+                # Closed: what Kafka does with a request it cannot read, and only then.
+                assert not _answerable(frame), "a request that parses was not answered"
+                return
+            sock.settimeout(ANSWER_S)
+            (size,) = struct.unpack(">i", prefix)
+            answer = sock.recv(size, socket.MSG_WAITALL)
+            assert len(answer) == size
+            assert struct.unpack_from(">i", answer)[0] == CORRELATION
+
+    exchange()
+    _still_answers(host, int(port))
+
+
+def _answerable(frame: bytes) -> bool:
+    """The frame parses as a request that gets an answer (an acks=0 produce gets none)."""
+    try:
+        request = decode_request(frame)
+    except FrameError:
+        return False
+    return not (request.api_key == ApiKey.PRODUCE and int(request.body.acks) == 0)
+
+
+def _still_answers(host: str, port: int) -> None:
+    frame = _frame(ApiKey.API_VERSIONS, 0, load_request_schema(ApiKey.API_VERSIONS, 0)())
+    with socket.create_connection((host, port), timeout=ANSWER_S) as sock:
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        (size,) = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))
+        answer = sock.recv(size, socket.MSG_WAITALL)
+    assert struct.unpack_from(">ih", answer) == (CORRELATION, 0)  # correlation id, NONE
