@@ -218,6 +218,20 @@ def test_heartbeats_go_on_through_store_failures_and_stop_removes_the_agent(monk
     assert list(store.query(AGENTS_PK)) == []
 
 
+def test_a_failed_registry_read_answers_from_the_last_one_and_stop_still_stops():
+    store, clock = MemoryMetadataStore(), Clock()
+    plan = FaultPlan(seed=3)
+    a = registry(FaultyMetadataStore(store, plan), clock, [1])
+    b = registry(store, clock, [2])
+    a.register(), b.register()
+    assert {n.node_id for n in a.live()} == {1, 2}
+    plan.before = 1.0  # the table is unreachable from here on
+    clock.now += READ_EVERY_MS
+    assert {n.node_id for n in a.live()} == {1, 2}
+    a.stop()  # its item stays, and expires
+    assert store.get(AGENTS_PK, "0000000001") is not None
+
+
 # What clients are shown -----------------------------------------------------------------
 
 

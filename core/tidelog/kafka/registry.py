@@ -17,7 +17,6 @@ It decides only where clients are sent (tidelog.kafka.placement).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import secrets
 import threading
@@ -26,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from tidelog import runtime
+from tidelog.errors import TidelogError
 from tidelog.kafka.node import Node
 from tidelog.storage import (
     Compare,
@@ -149,9 +149,11 @@ class Registry:
         now = self._clock_ms()
         with self._lock:
             if self._read_ms is None or now - self._read_ms >= READ_EVERY_MS:
-                items = self._store.query(AGENTS_PK)
-                self._live = live_nodes(items, now)
-                self._read_ms = now
+                try:
+                    self._live = live_nodes(self._store.query(AGENTS_PK), now)
+                    self._read_ms = now
+                except TidelogError as exc:  # answer from what was last read; read next time
+                    log.warning("reading the agent registry failed: %s", exc)
             me = self.me
             return (me, *(node for node in self._live if node.node_id != me.node_id))
 
@@ -167,8 +169,12 @@ class Registry:
         self._stopping.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
-        with contextlib.suppress(ConditionFailedError):  # taken over: nothing of ours is left
+        try:
             self.deregister()
+        except ConditionFailedError:
+            pass  # taken over once expired: nothing of this agent's is left
+        except TidelogError as exc:  # the agent stops all the same; its item expires
+            log.warning("leaving the agent registry failed: %s", exc)
 
     def _beat(self) -> None:
         while not self._stopping.wait(HEARTBEAT_MS / 1000):
