@@ -21,12 +21,24 @@ def api_event():
     return load
 
 
+@pytest.fixture(scope="session")
+def local_dirs(tmp_path_factory) -> dict[str, str]:
+    """This test process's own staging and cache directories, not the template's /tmp ones:
+    a directory belongs to one process (tidelog.log.claims), and another run of the suite, or
+    an agent, may hold those."""
+    return {
+        name: str(tmp_path_factory.mktemp(name.lower()))
+        for name in ("TIDELOG_STAGING_DIR", "TIDELOG_CACHE_DIR")
+    }
+
+
 @pytest.fixture
-def function(dev, template, monkeypatch):
+def function(dev, template, monkeypatch, local_dirs):
     """A fresh Lambda environment of a template function, pointed at the session's emulator."""
     environment = {}
     for spec in template.functions():
         environment.update(spec.environment)
+    environment.update(local_dirs)
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("AWS_ENDPOINT_URL", dev.aws_url)
