@@ -87,11 +87,7 @@ class Emulator:
         motofixes.install()  # transactions and queries cost what they touch, not the table
         app = LockedApp(DomainDispatcherApplication(create_backend_app))
         self._server = make_server(
-            self.host,
-            self._requested_port,
-            app,
-            threaded=True,
-            request_handler=MotoRequestHandler,
+            self.host, self._requested_port, app, threaded=True, request_handler=MotoRequestHandler
         )
         # moto's Step Functions tasks call back to localhost:$MOTO_PORT; DynamoDB Streams need
         # account-id endpoints off with recent botocore.
