@@ -118,6 +118,9 @@ def appender() -> Writer | GroupCommitter:
     config = settings()
     claims.claim(config.staging_dir, "TIDELOG_STAGING_DIR")
     recover_staging(config.staging_dir, metadata_store(), clock_ms())
+    long_running = config.flush_ms > 0
+    # A long-running host serves its own writes to its readers from its cache (see ObjectCache).
+    cache = log_reader().cache if long_running else None
     writer = Writer(
         metadata_store(),
         object_store(),
@@ -125,9 +128,15 @@ def appender() -> Writer | GroupCommitter:
         clock_ms=clock_ms,
         sleep=time.sleep,
         jitter=random.random,
+        on_committed=cache.put if cache is not None else None,
     )
-    if config.flush_ms > 0:
-        return GroupCommitter(writer, flush_ms=config.flush_ms, flush_bytes=config.flush_bytes)
+    if long_running:
+        return GroupCommitter(
+            writer,
+            flush_ms=config.flush_ms,
+            flush_bytes=config.flush_bytes,
+            in_flight=config.flush_in_flight,
+        )
     return writer
 
 
@@ -135,6 +144,7 @@ def appender() -> Writer | GroupCommitter:
 def log_reader() -> LogReader:
     from tidelog.log.cache import ObjectCache  # noqa: PLC0415 - see above
     from tidelog.log.fetch import LogReader  # noqa: PLC0415
+    from tidelog.log.indexcache import IndexCache  # noqa: PLC0415
 
     config = settings()
     objects = object_store()
@@ -142,7 +152,16 @@ def log_reader() -> LogReader:
     if config.cache_bytes > 0:
         claims.claim(config.cache_dir, "TIDELOG_CACHE_DIR")
         cache = ObjectCache(config.cache_dir, config.cache_bytes, objects.get)
-    return LogReader(metadata_store(), objects, cache)
+    # A long-running host (group commit on) reads flush objects whole and remembers the index
+    # entries it read lately: see ObjectCache and IndexCache.
+    long_running = config.flush_ms > 0
+    return LogReader(
+        metadata_store(),
+        objects,
+        cache,
+        whole_objects=long_running,
+        index_cache=IndexCache(lambda: time.monotonic_ns() // 1_000_000) if long_running else None,
+    )
 
 
 @_once

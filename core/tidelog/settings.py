@@ -11,6 +11,7 @@ from tidelog.errors import InternalError
 
 DEFAULT_STAGING_DIR = "/tmp/tidelog-staging"  # noqa: S108 - Lambda's only writable disk
 DEFAULT_FLUSH_BYTES = 4 * 1024 * 1024
+DEFAULT_FLUSH_IN_FLIGHT = 1  # more: see docs/decisions.md (issue 13)
 DEFAULT_CACHE_DIR = "/tmp/tidelog-cache"  # noqa: S108 - Lambda's only writable disk
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
 DEFAULT_GC_GRACE_MS = 60 * 60 * 1000
@@ -34,6 +35,8 @@ class Settings:
     (``TIDELOG_FLUSH_MS``)."""
     flush_bytes: int = DEFAULT_FLUSH_BYTES
     """Flush early once this much is waiting (``TIDELOG_FLUSH_BYTES``)."""
+    flush_in_flight: int = DEFAULT_FLUSH_IN_FLIGHT
+    """Flushes uploading at once, committed in order (``TIDELOG_FLUSH_IN_FLIGHT``, >= 1)."""
     cache_dir: Path = Path(DEFAULT_CACHE_DIR)
     """The fetch path's read-through cache of object bytes (``TIDELOG_CACHE_DIR``)."""
     cache_bytes: int = DEFAULT_CACHE_BYTES
@@ -64,6 +67,9 @@ class Settings:
             staging_dir=Path(environ.get("TIDELOG_STAGING_DIR") or DEFAULT_STAGING_DIR),
             flush_ms=_number(environ, "TIDELOG_FLUSH_MS", 0),
             flush_bytes=_number(environ, "TIDELOG_FLUSH_BYTES", DEFAULT_FLUSH_BYTES),
+            flush_in_flight=_at_least_one(
+                environ, "TIDELOG_FLUSH_IN_FLIGHT", DEFAULT_FLUSH_IN_FLIGHT
+            ),
             cache_dir=Path(environ.get("TIDELOG_CACHE_DIR") or DEFAULT_CACHE_DIR),
             cache_bytes=_number(environ, "TIDELOG_CACHE_BYTES", DEFAULT_CACHE_BYTES),
             gc_grace_ms=_number(environ, "TIDELOG_GC_GRACE_MS", DEFAULT_GC_GRACE_MS),
@@ -84,3 +90,10 @@ def _number(environ: Mapping[str, str], name: str, default: int) -> int:
     if not value.isdigit():
         raise ConfigurationError(f"{name}={value!r} is not a whole number")
     return int(value)
+
+
+def _at_least_one(environ: Mapping[str, str], name: str, default: int) -> int:
+    value = _number(environ, name, default)
+    if value < 1:
+        raise ConfigurationError(f"{name}={value} must be at least 1")
+    return value

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+import base64
 
+import pytest
+from tests.support.resources import new_bucket
+
+from tidelog.records.crc import crc32c
 from tidelog.storage import ObjectExistsError, ObjectNotFoundError, put_new
+from tidelog.storage.s3 import S3ObjectStore
 
 BODY = bytes(range(256)) * 4  # every byte value, 1 KiB
 
@@ -95,3 +100,16 @@ def test_list_pages_past_a_thousand_keys(objects):
     for key in keys:
         objects.put(key, b"")
     assert [i.key for i in objects.list("p/")] == keys
+
+
+def test_s3_puts_carry_the_bodys_crc32c_for_s3_to_check(dev_client):
+    client = dev_client("s3")
+    objects = S3ObjectStore(client, new_bucket(client))
+    sent: list[dict] = []
+    client.meta.events.register(
+        "before-send.s3.PutObject", lambda request, **_: sent.append(dict(request.headers))
+    )
+    objects.put("k", BODY)
+    (headers,) = sent
+    assert base64.b64decode(headers["x-amz-checksum-crc32c"]) == crc32c(BODY).to_bytes(4, "big")
+    assert not any(h.lower() == "x-amz-checksum-crc32" for h in headers), "no second checksum"

@@ -17,7 +17,7 @@ from tests.support.dynamodb_local import free_port
 class AgentProcess:
     """A `tidelog agent` subprocess over `tidelog dev`'s stack, found by its name."""
 
-    def __init__(self, dev, *options: str) -> None:
+    def __init__(self, dev, *options: str, environ: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115 - lives with the process
         env = {
@@ -29,6 +29,7 @@ class AgentProcess:
             "TIDELOG_STAGING_DIR": tempfile.mkdtemp(prefix="agent-staging-"),
             "TIDELOG_CACHE_DIR": tempfile.mkdtemp(prefix="agent-cache-"),
             **devserver.FAST_GROUPS,  # the group bounds are each agent's, as each broker's
+            **(environ or {}),
         }
         env.pop("TIDELOG_TABLE", None)
         env.pop("TIDELOG_BUCKET", None)

@@ -50,3 +50,12 @@ def test_settings_name_what_is_missing():
         Settings.from_env({})
     settings = Settings.from_env({"TIDELOG_TABLE": "t", "TIDELOG_BUCKET": "b"})
     assert (settings.table, settings.bucket) == ("t", "b")
+
+
+def test_flushes_in_flight_are_at_least_one():
+    base = {"TIDELOG_TABLE": "t", "TIDELOG_BUCKET": "b"}
+    assert Settings.from_env(base).flush_in_flight == 1
+    assert Settings.from_env({**base, "TIDELOG_FLUSH_IN_FLIGHT": "3"}).flush_in_flight == 3
+    for bad in ("0", "-1", "two"):
+        with pytest.raises(ConfigurationError, match="TIDELOG_FLUSH_IN_FLIGHT"):
+            Settings.from_env({**base, "TIDELOG_FLUSH_IN_FLIGHT": bad})

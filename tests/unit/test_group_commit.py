@@ -1,4 +1,5 @@
-"""Group commit: concurrent requests share a flush, except a conditional append's partition."""
+"""Group commit: concurrent requests share a flush, except a conditional append's partition;
+overlapping flushes commit in the order they were taken."""
 
 from __future__ import annotations
 
@@ -17,15 +18,34 @@ TOPIC = Topic("t", "00000000-0000-0000-0000-000000000001", 4)
 
 
 class RecordingWriter:
-    def __init__(self, fail=False):
-        self.flushes: list[list[AppendRequest]] = []
-        self.fail = fail
+    """Uploads are recorded as they start; ``hold`` keeps an upload of a given partition
+    waiting until its event is set."""
 
-    def append(self, requests):
-        self.flushes.append(list(requests))
+    def __init__(self, fail=False, hold=None):
+        self.flushes: list[list[AppendRequest]] = []
+        self.commits: list[list[AppendRequest]] = []
+        self.fail = fail
+        self.hold = hold or {}
+        self.lock = threading.Lock()
+
+    def upload(self, requests):
+        with self.lock:
+            self.flushes.append(list(requests))
+        for r in requests:
+            if r.partition in self.hold:
+                assert self.hold[r.partition].wait(10)
         if self.fail:
             raise RuntimeError("storage is down")
-        return [AppendResult(r.partition, ((i, i),)) for i, r in enumerate(requests)]
+        return Committed(self, list(requests))
+
+
+class Committed:
+    def __init__(self, writer, requests):
+        self.writer, self.requests = writer, requests
+
+    def commit(self):
+        self.writer.commits.append(self.requests)
+        return [AppendResult(r.partition, ((i, i),)) for i, r in enumerate(self.requests)]
 
 
 def request(partition, expected=None, size=10):
@@ -51,7 +71,7 @@ def send_together(committer, requests):
 
 def test_concurrent_requests_share_one_flush():
     writer = RecordingWriter()
-    committer = GroupCommitter(writer, flush_ms=200, flush_bytes=10**9)
+    committer = GroupCommitter(writer, flush_ms=200, flush_bytes=10**9, in_flight=1)
     results = send_together(committer, [request(p % 4) for p in range(8)])
     assert len(writer.flushes) == 1
     assert len(writer.flushes[0]) == 8
@@ -60,7 +80,7 @@ def test_concurrent_requests_share_one_flush():
 
 def test_flush_bytes_flushes_early():
     writer = RecordingWriter()
-    committer = GroupCommitter(writer, flush_ms=60_000, flush_bytes=100)
+    committer = GroupCommitter(writer, flush_ms=60_000, flush_bytes=100, in_flight=1)
     start = time.monotonic()
     committer.append([request(0, size=150)])
     assert time.monotonic() - start < 5
@@ -69,7 +89,7 @@ def test_flush_bytes_flushes_early():
 
 def test_a_conditional_append_never_shares_its_partition():
     writer = RecordingWriter()
-    committer = GroupCommitter(writer, flush_ms=200, flush_bytes=10**9)
+    committer = GroupCommitter(writer, flush_ms=200, flush_bytes=10**9, in_flight=1)
     send_together(committer, [request(0), request(0, expected=5), request(1), request(0)])
     for flush in writer.flushes:
         conditional = [r for r in flush if r.expected_offset is not None]
@@ -79,6 +99,84 @@ def test_a_conditional_append_never_shares_its_partition():
 
 
 def test_a_failed_flush_fails_every_waiting_request():
-    committer = GroupCommitter(RecordingWriter(fail=True), flush_ms=50, flush_bytes=10**9)
+    committer = GroupCommitter(
+        RecordingWriter(fail=True), flush_ms=50, flush_bytes=10**9, in_flight=1
+    )
     with pytest.raises(RuntimeError, match="storage is down"):
         committer.append([request(0)])
+
+
+def send_in_background(committer, requests):
+    results = {}
+
+    def send(r):
+        results[id(r)] = committer.append([r])[0]
+
+    threads = [threading.Thread(target=send, args=(r,)) for r in requests]
+    for t in threads:
+        t.start()
+    return threads, results
+
+
+def wait_for(condition):
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def test_overlapping_flushes_commit_in_the_order_they_were_taken():
+    release = threading.Event()
+    writer = RecordingWriter(hold={0: release})
+    committer = GroupCommitter(writer, flush_ms=1, flush_bytes=100, in_flight=3)
+    first = request(0, size=150)
+    threads, results = send_in_background(committer, [first])
+    wait_for(lambda: len(writer.flushes) == 1)
+    second = request(1, size=150)
+    more, _ = send_in_background(committer, [second])
+    wait_for(lambda: len(writer.flushes) == 2)  # full: it starts beside the held one
+    time.sleep(0.05)
+    assert writer.commits == [], "the second upload is done, yet waits for the first's commit"
+    release.set()
+    for t in threads + more:
+        t.join(10)
+    assert writer.commits == [[first], [second]]
+    assert results[id(first)].error is None
+
+
+def test_a_flush_waits_while_one_is_in_flight_until_it_is_full_or_the_first_ends():
+    release = threading.Event()
+    writer = RecordingWriter(hold={0: release})
+    committer = GroupCommitter(writer, flush_ms=1, flush_bytes=100, in_flight=3)
+    threads, _ = send_in_background(committer, [request(0, size=150)])
+    wait_for(lambda: len(writer.flushes) == 1)
+    small = [request(p, size=10) for p in (1, 2, 3)]
+    more, _ = send_in_background(committer, small)
+    time.sleep(0.1)
+    assert len(writer.flushes) == 1, "small requests gather while a flush is in flight"
+    release.set()
+    for t in threads + more:
+        t.join(10)
+    assert [len(f) for f in writer.flushes] == [1, 3]
+
+
+def test_no_more_than_in_flight_flushes_at_once():
+    release = threading.Event()
+    writer = RecordingWriter(hold={0: release})
+    committer = GroupCommitter(writer, flush_ms=1, flush_bytes=100, in_flight=2)
+    threads, answers = [], []
+    for flushes in (1, 2, 3):
+        sent, answered = send_in_background(committer, [request(0, size=150)])
+        threads += sent
+        answers.append(answered)
+        if flushes < 3:
+            wait_for(lambda n=flushes: len(writer.flushes) == n)
+    time.sleep(0.1)
+    assert len(writer.flushes) == 2, "a full request waits for a free slot"
+    release.set()
+    for t in threads:
+        t.join(10)
+    assert len(writer.commits) == 3
+    results = [r for answered in answers for r in answered.values()]
+    assert len(results) == 3
+    assert all(r.error is None for r in results)

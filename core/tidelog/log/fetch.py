@@ -27,6 +27,7 @@ from tidelog.log import keys
 from tidelog.log.cache import ObjectCache
 from tidelog.log.entries import LogEntry
 from tidelog.log.head import high_watermark, high_watermarks
+from tidelog.log.indexcache import IndexCache
 from tidelog.log.segment import INDEX_INTERVAL_BYTES, CorruptIndexError, OffsetIndex, TimeIndex
 from tidelog.records import CorruptRecordError, RecordBatch, iter_batches, with_base_offset
 from tidelog.storage import Item, MetadataStore, ObjectNotFoundError, ObjectStore
@@ -101,11 +102,17 @@ class LogReader:
         objects: ObjectStore,
         cache: ObjectCache | None = None,
         *,
+        whole_objects: bool = False,
+        index_cache: IndexCache | None = None,
         concurrency: int = 8,
     ) -> None:
+        """``whole_objects``: cache flush objects whole, not run by run (see ObjectCache).
+        ``index_cache``: remember index entries read lately (see IndexCache)."""
         self._meta = meta
         self._objects = objects
         self._cache = cache
+        self._whole_objects = whole_objects and cache is not None
+        self._index_cache = index_cache
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="tidelog-get")
 
     @property
@@ -122,13 +129,25 @@ class LogReader:
     ) -> dict[tuple[str, int], tuple[int, int]]:
         return high_watermarks(self._meta, partitions)
 
-    def entries(self, topic_id: str, partition: int, offset: int) -> Iterator[LogEntry]:
+    def entries(
+        self, topic_id: str, partition: int, offset: int, until: int | None = None
+    ) -> Iterator[LogEntry]:
         """Index entries from the one holding ``offset``, in offset order, each covering offsets
-        past the ones before it (leftovers of a half-done roll are skipped). Entries cover the
-        log without gaps; a gap means a roll, retention or compaction swapped items between two
-        reads of the index, and raises :class:`IndexMovedError`."""
+        past the ones before it (leftovers of a half-done roll are skipped), up to the one
+        holding ``until - 1`` when ``until`` is given. Entries cover the log without gaps; a gap
+        means a roll, retention or compaction swapped items between two reads of the index,
+        and raises :class:`IndexMovedError`."""
+        if until is not None and offset >= until:
+            return
         pk = keys.log_pk(topic_id, partition)
-        at = keys.index_sk(offset)
+        covered = offset
+        if self._index_cache is not None:
+            for entry in self._index_cache.run_from(pk, offset):
+                yield entry
+                covered = entry.last_offset + 1
+                if until is not None and covered >= until:
+                    return
+        at = keys.index_sk(covered)
         items = self._index(pk, at)
         aligned = next(items, None)
         if aligned is None or aligned["sk"] != at:
@@ -138,10 +157,11 @@ class LogReader:
                 iter(self._meta.query(pk, lo=keys.INDEX_PREFIX, hi=at, descending=True, limit=1)),
                 None,
             )
+            if first is not None:
+                self._remember(pk, [first])
             items = self._index(pk, str(first["sk"]) if first else at)
         else:
             items = itertools.chain([aligned], items)
-        covered = offset
         for item in items:
             entry = LogEntry.from_item(item)
             if entry.last_offset < covered:
@@ -150,6 +170,8 @@ class LogReader:
                 raise IndexMovedError(f"{pk}: no index entry holds offset {covered}")
             yield entry
             covered = entry.last_offset + 1
+            if until is not None and covered >= until:
+                return
 
     def _index(self, pk: str, lo: str) -> Iterator[Item]:
         """Index items from sort key ``lo`` on, a page at a time, each page read only once the
@@ -157,11 +179,16 @@ class LogReader:
         page = _FIRST_PAGE
         while True:
             items = list(self._meta.query(pk, lo=lo, hi=keys.INDEX_PREFIX + "~", limit=page))
+            self._remember(pk, items)
             yield from items
             if len(items) < page:
                 return
             lo = keys.index_sk(LogEntry.from_item(items[-1]).base_offset + 1)
             page = min(page * 4, _MAX_PAGE)
+
+    def _remember(self, pk: str, items: Sequence[Item]) -> None:
+        if self._index_cache is not None and items:
+            self._index_cache.remember(pk, [LogEntry.from_item(item) for item in items])
 
     # -- fetch ---------------------------------------------------------------------------
 
@@ -182,22 +209,24 @@ class LogReader:
         again."""
         heads = iter([head] if head is not None else [])
         return self._replanning(
+            keys.log_pk(topic_id, partition),
             lambda: self._fetch(
                 topic_id,
                 partition,
                 offset,
                 max_bytes,
                 next(heads, None) or self.head(topic_id, partition),
-            )
+            ),
         )
 
-    @staticmethod
-    def _replanning(read: Callable[[], _T]) -> _T:
+    def _replanning(self, pk: str, read: Callable[[], _T]) -> _T:
         for _ in range(_REPLANS):
             try:
                 return read()
             except (ObjectNotFoundError, IndexMovedError) as exc:
                 logger.info("the index moved under a read (%s); reading again", exc)
+                if self._index_cache is not None:
+                    self._index_cache.forget(pk)
         try:
             return read()
         except ObjectNotFoundError as exc:
@@ -228,9 +257,7 @@ class LogReader:
     ) -> list[_Read]:
         reads: list[_Read] = []
         planned = 0
-        for entry in self.entries(topic_id, partition, offset):
-            if entry.base_offset >= high_watermark:
-                break
+        for entry in self.entries(topic_id, partition, offset, until=high_watermark):
             start, end = entry.start, entry.end
             if entry.is_segment:
                 if offset > entry.base_offset:
@@ -294,15 +321,16 @@ class LogReader:
         """(offset, timestamp) of the first record whose timestamp >= ``timestamp``, scanning
         from the first entry whose max timestamp reaches it (Kafka's ``fetchOffsetByTimestamp``);
         None when no record does."""
-        return self._replanning(lambda: self._offset_for_timestamp(topic_id, partition, timestamp))
+        return self._replanning(
+            keys.log_pk(topic_id, partition),
+            lambda: self._offset_for_timestamp(topic_id, partition, timestamp),
+        )
 
     def _offset_for_timestamp(
         self, topic_id: str, partition: int, timestamp: int
     ) -> tuple[int, int] | None:
         log_start, high_watermark = self.head(topic_id, partition)
-        for entry in self.entries(topic_id, partition, log_start):
-            if entry.base_offset >= high_watermark:
-                return None
+        for entry in self.entries(topic_id, partition, log_start, until=high_watermark):
             if entry.max_timestamp < timestamp:
                 continue
             start = entry.start
@@ -343,6 +371,8 @@ class LogReader:
             return self._objects.get(entry.object_key, start, end)
         if entry.is_segment:
             return self._cache.read_blocks(entry.object_key, start, end, entry.end)
+        if self._whole_objects:
+            return self._cache.read_within(entry.object_key, start, end)
         if (start, end) == (entry.start, entry.end):
             return self._cache.read(entry.object_key, start, end)
         return self._objects.get(entry.object_key, start, end)

@@ -3,6 +3,12 @@
 Each request waits (acks=all) while the flusher gathers everything pending for up to
 ``flush_ms``, or until ``flush_bytes`` are waiting, then writes it all as one flush. Fewer, larger
 objects and transactions: far fewer S3 PUTs per GiB. In Lambda each request is its own flush.
+
+One flush at a time caps a host at one object per PUT and commit; where their latency is what
+limits it, up to ``in_flight`` flushes may overlap: their uploads run side by side, and they
+commit strictly in the order they were taken, so each partition keeps its order (and an
+idempotent producer its sequence). Only the first is sent by the window; one more starts beside
+it only once ``flush_bytes`` are waiting, so objects stay big and PUTs per GiB stay few.
 """
 
 from __future__ import annotations
@@ -10,21 +16,26 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from tidelog.log.commit import AppendResult
-from tidelog.log.writer import AppendRequest, Writer
+from tidelog.log.writer import AppendRequest, Upload, Writer
 
 
 class GroupCommitter:
-    def __init__(self, writer: Writer, *, flush_ms: int, flush_bytes: int) -> None:
+    def __init__(self, writer: Writer, *, flush_ms: int, flush_bytes: int, in_flight: int) -> None:
         self._writer = writer
         self._flush_s = flush_ms / 1000
         self._flush_bytes = flush_bytes
+        self._max_in_flight = in_flight
         self._pending: list[tuple[AppendRequest, Future[AppendResult]]] = []
         self._bytes = 0
         self._oldest = 0.0
+        self._in_flight = 0
         self._wake = threading.Condition()
+        self._committed = 0  # flushes committed (or failed), in the order they were taken
+        self._turn = threading.Condition()
+        self._uploads = ThreadPoolExecutor(in_flight, thread_name_prefix="tidelog-flush")
         threading.Thread(target=self._run, name="tidelog-group-commit", daemon=True).start()
 
     def append(self, requests: Sequence[AppendRequest]) -> list[AppendResult]:
@@ -41,22 +52,29 @@ class GroupCommitter:
         return [future.result() for future in futures]
 
     def _run(self) -> None:
+        taken_so_far = 0
         while True:
             with self._wake:
                 while not self._due():
-                    timeout = (
-                        None
-                        if not self._pending
-                        else max(0.0, self._oldest + self._flush_s - time.monotonic())
-                    )
-                    self._wake.wait(timeout)
+                    self._wake.wait(self._until_due())
                 taken = self._take()
-            self._flush(taken)
+                self._in_flight += 1
+            self._uploads.submit(self._flush, taken_so_far, taken)
+            taken_so_far += 1
 
     def _due(self) -> bool:
-        return bool(self._pending) and (
-            self._bytes >= self._flush_bytes or time.monotonic() >= self._oldest + self._flush_s
-        )
+        if not self._pending or self._in_flight >= self._max_in_flight:
+            return False
+        if self._bytes >= self._flush_bytes:
+            return True
+        return self._in_flight == 0 and time.monotonic() >= self._oldest + self._flush_s
+
+    def _until_due(self) -> float | None:
+        """How long the window has left; None: only a flush ending or a request can change
+        anything."""
+        if not self._pending or self._in_flight > 0:
+            return None
+        return max(0.0, self._oldest + self._flush_s - time.monotonic())
 
     def _take(self) -> list[tuple[AppendRequest, Future[AppendResult]]]:
         """Everything pending, except that a conditional append never shares its partition's
@@ -77,12 +95,30 @@ class GroupCommitter:
         self._oldest = time.monotonic()
         return taken
 
-    def _flush(self, taken: list[tuple[AppendRequest, Future[AppendResult]]]) -> None:
+    def _flush(self, number: int, taken: list[tuple[AppendRequest, Future[AppendResult]]]) -> None:
+        """Upload now; commit once every flush taken before this one has committed."""
+        upload: Upload | BaseException
         try:
-            results = self._writer.append([request for request, _ in taken])
+            upload = self._writer.upload([request for request, _ in taken])
         except BaseException as exc:  # noqa: BLE001 - waiting requests must hear of any failure
+            upload = exc
+        with self._turn:
+            while self._committed != number:
+                self._turn.wait()
+        try:
+            if isinstance(upload, BaseException):
+                raise upload
+            results = upload.commit()
+        except BaseException as exc:  # noqa: BLE001 - see above
             for _, future in taken:
                 future.set_exception(exc)
-            return
-        for (_, future), result in zip(taken, results, strict=True):
-            future.set_result(result)
+        else:
+            for (_, future), result in zip(taken, results, strict=True):
+                future.set_result(result)
+        finally:
+            with self._turn:
+                self._committed += 1
+                self._turn.notify_all()
+            with self._wake:
+                self._in_flight -= 1
+                self._wake.notify()

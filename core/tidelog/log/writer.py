@@ -46,6 +46,33 @@ class AppendRequest:
     expected_offset: int | None = None
 
 
+@dataclass(frozen=True)
+class _Stored:
+    object_key: str
+    body: bytes
+    extents: list[flushobject.Extent]
+    staged: Path
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A flush whose object is stored (or whose requests already failed), awaiting its commit."""
+
+    writer: Writer
+    requests: Sequence[AppendRequest]
+    settled: dict[int, AppendResult]  # by request index: failed before any commit
+    stored: _Stored | None
+
+    def commit(self) -> list[AppendResult]:
+        """Results in request order, each with its own batches' offsets."""
+        live = [r for i, r in enumerate(self.requests) if i not in self.settled]
+        committed = iter(self.writer._commit(live, self.stored) if self.stored else [])
+        return [
+            self.settled[i] if i in self.settled else next(committed)
+            for i in range(len(self.requests))
+        ]
+
+
 class Writer:
     def __init__(
         self,
@@ -58,7 +85,10 @@ class Writer:
         jitter: Callable[[], float],
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
         put_attempts: int = 5,
+        on_committed: Callable[[str, bytes], None] | None = None,
     ) -> None:
+        """``on_committed(object_key, body)`` hears of every object the log now references
+        (a long-running host caches it for its readers); its failure fails no append."""
         self._meta = meta
         self._objects = objects
         self._staging = staging
@@ -66,18 +96,46 @@ class Writer:
         self._sleep = sleep
         self._new_id = new_id
         self._put_attempts = put_attempts
+        self._on_committed = on_committed
         self._committer = Committer(meta, clock_ms=clock_ms, sleep=sleep, jitter=jitter)
 
     def append(self, requests: Sequence[AppendRequest]) -> list[AppendResult]:
         """One flush: every request's batches in one object, committed per partition.
         Results come back in request order, each with its own batches' offsets; requests for
         one partition succeed or fail together."""
+        return self.upload(requests).commit()
+
+    def upload(self, requests: Sequence[AppendRequest]) -> Upload:
+        """A flush's first half: its object staged and stored, nothing committed. Uploads may
+        overlap; committing them in the order they were made keeps each partition's order."""
         stale = self._stale_expectations(requests)
         live = [r for i, r in enumerate(requests) if i not in stale]
-        flushed = iter(self._flush(live) if live else [])
-        return [stale[i] if i in stale else next(flushed) for i in range(len(requests))]
+        if not live:
+            return Upload(self, requests, stale, None)
+        merged: dict[tuple[str, int], list[ProducedBatch]] = {}
+        for request in live:
+            merged.setdefault((request.topic.topic_id, request.partition), []).extend(
+                request.batches
+            )
+        body, extents = flushobject.encode(
+            {key: [b.data for b in batches] for key, batches in merged.items()}
+        )
+        object_key = keys.flush_object_key(self._clock_ms(), self._new_id())
+        staged = self._staging.stage(object_key, body)
+        try:
+            self._put(object_key, body)
+        except StorageUnavailableError as exc:
+            self._settle_unreferenced(object_key, staged)
+            error = RetriableError(f"could not store the batches: {exc.message}; retry")
+            failed = {
+                i: AppendResult(r.partition, error=error)
+                for i, r in enumerate(requests)
+                if i not in stale
+            }
+            return Upload(self, requests, stale | failed, None)
+        return Upload(self, requests, stale, _Stored(object_key, body, extents, staged))
 
-    def _flush(self, requests: Sequence[AppendRequest]) -> list[AppendResult]:
+    def _commit(self, requests: Sequence[AppendRequest], stored: _Stored) -> list[AppendResult]:
         merged: dict[tuple[str, int], list[ProducedBatch]] = {}
         topics: dict[tuple[str, int], Topic] = {}
         expected: dict[tuple[str, int], int | None] = {}
@@ -89,17 +147,6 @@ class Writer:
             batches.extend(request.batches)
             topics[key] = request.topic
             expected[key] = request.expected_offset
-        body, extents = flushobject.encode(
-            {key: [b.data for b in batches] for key, batches in merged.items()}
-        )
-        object_key = keys.flush_object_key(self._clock_ms(), self._new_id())
-        staged = self._staging.stage(object_key, body)
-        try:
-            self._put(object_key, body)
-        except StorageUnavailableError as exc:
-            self._settle_unreferenced(object_key, staged)
-            error = RetriableError(f"could not store the batches: {exc.message}; retry")
-            return [AppendResult(r.partition, error=error) for r in requests]
         appends = [
             PartitionAppend(
                 topics[(e.topic_id, e.partition)],
@@ -108,13 +155,14 @@ class Writer:
                 e,
                 expected[(e.topic_id, e.partition)],
             )
-            for e in extents
+            for e in stored.extents
         ]
-        results, referenced = self._committer.commit(appends, object_key)
+        results, referenced = self._committer.commit(appends, stored.object_key)
         if referenced:
-            self._staging.remove(staged)
+            self._staging.remove(stored.staged)
+            self._tell_committed(stored.object_key, stored.body)
         else:
-            self._settle_unreferenced(object_key, staged)
+            self._settle_unreferenced(stored.object_key, stored.staged)
         return [
             replace(results[key], batch_offsets=results[key].batch_offsets[start:end])
             if results[key].error is None
@@ -144,6 +192,14 @@ class Writer:
                 if attempt == self._put_attempts - 1:
                     raise
                 self._sleep(0.01 * 2**attempt)
+
+    def _tell_committed(self, object_key: str, body: bytes) -> None:
+        if self._on_committed is None:
+            return
+        try:
+            self._on_committed(object_key, body)
+        except Exception:
+            log.warning("on_committed failed for %s", object_key, exc_info=True)
 
     def _settle_unreferenced(self, object_key: str, staged: Path) -> None:
         """No index item points at the object (nothing committed, or only retries): record it

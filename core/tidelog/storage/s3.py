@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from tidelog.records.crc import crc32c
 from tidelog.storage.boto import error_code, translate
 from tidelog.storage.errors import ObjectExistsError, ObjectNotFoundError
 from tidelog.storage.objects import ObjectInfo, check_range
@@ -19,8 +21,13 @@ class S3ObjectStore:
 
     def put(self, key: str, body: bytes, *, if_absent: bool = True) -> None:
         extra = {"IfNoneMatch": "*"} if if_absent else {}
+        # S3 checks the body against it end to end; given, it spares botocore its own CRC32
+        # (a software one) over every byte.
+        checksum = base64.b64encode(crc32c(body).to_bytes(4, "big")).decode()
         try:
-            self._s3.put_object(Bucket=self.bucket, Key=key, Body=body, **extra)
+            self._s3.put_object(
+                Bucket=self.bucket, Key=key, Body=body, ChecksumCRC32C=checksum, **extra
+            )
         except ClientError as exc:
             if error_code(exc) == "PreconditionFailed":
                 raise ObjectExistsError(f"an object already exists at {key!r}") from exc
