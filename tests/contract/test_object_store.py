@@ -7,6 +7,7 @@ import base64
 import pytest
 from tests.support.resources import new_bucket
 
+from tidelog import aws
 from tidelog.records.crc import crc32c
 from tidelog.storage import ObjectExistsError, ObjectNotFoundError, put_new
 from tidelog.storage.s3 import S3ObjectStore
@@ -102,14 +103,28 @@ def test_list_pages_past_a_thousand_keys(objects):
     assert [i.key for i in objects.list("p/")] == keys
 
 
-def test_s3_puts_carry_the_bodys_crc32c_for_s3_to_check(dev_client):
-    client = dev_client("s3")
-    objects = S3ObjectStore(client, new_bucket(client))
-    sent: list[dict] = []
-    client.meta.events.register(
-        "before-send.s3.PutObject", lambda request, **_: sent.append(dict(request.headers))
-    )
-    objects.put("k", BODY)
+def test_s3_puts_carry_the_bodys_crc32c_signed_in_place_of_a_payload_hash(dev, monkeypatch):
+    """The functions' S3 client (tidelog.aws) sends a PUT as botocore does over HTTPS, even to
+    a plain-HTTP endpoint: the CRC-32C in a signed header, no SHA-256 of the body."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", dev.aws_url)
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "test")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    aws.reset()
+    try:
+        client = aws.client("s3")
+        objects = S3ObjectStore(client, new_bucket(client))
+        sent: list[dict] = []
+        client.meta.events.register(
+            "before-send.s3.PutObject", lambda request, **_: sent.append(dict(request.headers))
+        )
+        objects.put("k", BODY)
+        assert objects.get("k") == BODY
+    finally:
+        aws.reset()
     (headers,) = sent
-    assert base64.b64decode(headers["x-amz-checksum-crc32c"]) == crc32c(BODY).to_bytes(4, "big")
+    crc = base64.b64decode(headers["x-amz-checksum-crc32c"])
+    assert crc == crc32c(BODY).to_bytes(4, "big")
+    assert headers["X-Amz-Content-SHA256"] == b"UNSIGNED-PAYLOAD"
+    assert b"x-amz-checksum-crc32c" in headers["Authorization"], "the checksum is signed"
     assert not any(h.lower() == "x-amz-checksum-crc32" for h in headers), "no second checksum"
