@@ -39,7 +39,7 @@ $(VENV)/bin/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(VENV)/.local: pyproject.toml | $(VENV)/bin/python
-	$(BIN)/python -m pip install --quiet -e '.[local]'
+	$(BIN)/python -m pip install --quiet -e '.[local,client]'
 	touch $@
 
 $(VENV)/.dev: pyproject.toml | $(VENV)/bin/python

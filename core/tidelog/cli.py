@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from tidelog import __version__
+from tidelog import __version__, cli_topics
 
 
 def _port(name: str, default: int) -> int:
@@ -71,6 +71,12 @@ def parser() -> argparse.ArgumentParser:
         help="run the template's schedules (roll, retention, compaction every minute; garbage "
         "collection every 5) this many times faster, to watch housekeeping happen (default 1)",
     )
+    dev.add_argument(
+        "--iam-auth",
+        action="store_true",
+        help="demand SigV4-signed requests, as the deployed stack's IAM authorization does, by "
+        "this environment's AWS key ($AWS_ACCESS_KEY_ID, else test/test)",
+    )
 
     agent = commands.add_parser(
         "agent", help="serve Kafka's wire protocol over a tidelog cluster (extra: kafka)"
@@ -103,6 +109,7 @@ def parser() -> argparse.ArgumentParser:
     )
 
     commands.add_parser("openapi", help="print the API's OpenAPI document, built from the code")
+    cli_topics.add_commands(commands)
     return top
 
 
@@ -110,6 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "agent":
         return _agent(args)
+    if args.command in ("topic", "offsets"):
+        return cli_topics.run(args)
     try:
         from tidelog.local import dev, openapi  # noqa: PLC0415 - the local extra, on demand
     except ImportError as exc:
@@ -127,6 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.flush_ms,
                 schedule_speedup=args.schedule_speedup,
                 kafka_port=args.kafka_port,
+                iam_auth=args.iam_auth,
             )
         except OSError as exc:
             print(f"tidelog dev: {exc}", file=sys.stderr)

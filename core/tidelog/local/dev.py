@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
+import os
 import signal
 import tempfile
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import FrameType
 
@@ -15,10 +18,12 @@ from werkzeug.serving import BaseWSGIServer, make_server
 from tidelog import __version__, malloc, runtime
 from tidelog.cluster import describe_cluster
 from tidelog.kafka.agent import Agent
+from tidelog.local import sigv4
 from tidelog.local.emulator import Emulator
 from tidelog.local.gateway import Gateway
 from tidelog.local.paths import template_path
 from tidelog.local.scheduler import Scheduler
+from tidelog.local.sigv4 import Refusal, SignedRequest
 from tidelog.local.stack import Stack, deploy
 from tidelog.local.template import Template
 
@@ -56,10 +61,13 @@ def start(
     region: str = "us-east-1",
     schedule_speedup: float = 1.0,
     kafka_port: int = 9092,
+    iam_keys: Mapping[str, str] | None = None,
 ) -> DevServer:
     """``flush_ms`` is the group commit window: this host is long-running, unlike a Lambda.
     The template's schedules (housekeeping) run at their rates, ``schedule_speedup`` times
-    faster. A Kafka agent listens on ``kafka_port`` over the same stack."""
+    faster. A Kafka agent listens on ``kafka_port`` over the same stack. With ``iam_keys``
+    (access key id -> secret) the API demands SigV4 signatures by them, as the deployed
+    stack's IAM authorization does."""
     malloc.limit_arenas()
     emulator = Emulator(host, aws_port)
     emulator.start()
@@ -78,6 +86,7 @@ def start(
             binary_media_types=template.binary_media_types(),
             stage=str(template.resolve({"Ref": "StageName"})),
             responses=template.gateway_responses(),
+            authorizer=iam_authorizer(iam_keys, region) if iam_keys is not None else None,
         )
         api = make_server(host, api_port, gateway, threaded=True)
         agent = Agent(host, kafka_port)
@@ -100,8 +109,10 @@ def run(
     *,
     schedule_speedup: float = 1.0,
     kafka_port: int = 9092,
+    iam_auth: bool = False,
 ) -> None:
-    """Start, print where everything runs, serve until SIGINT or SIGTERM."""
+    """Start, print where everything runs, serve until SIGINT or SIGTERM. ``iam_auth``: the
+    API takes only requests signed by this environment's AWS key (else ``test``/``test``)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     for chatty in ("werkzeug", "botocore", "boto3"):
         logging.getLogger(chatty).setLevel(logging.WARNING)
@@ -121,16 +132,35 @@ def run(
         flush_ms=flush_ms,
         schedule_speedup=schedule_speedup,
         kafka_port=kafka_port,
+        iam_keys=local_keys() if iam_auth else None,
     )
     try:
         info = describe_cluster(
             runtime.metadata_store(), clock_ms=runtime.clock_ms, random_bytes=runtime.random_bytes
         )
         print(banner(server, info.cluster_id), flush=True)
+        if iam_auth:
+            (key,) = local_keys()
+            print(f"IAM authorization on: requests must be SigV4-signed by {key}", flush=True)
         stopping.wait()
         print("tidelog dev: stopping", flush=True)
     finally:
         server.stop()
+
+
+def local_keys(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The one key `tidelog dev --iam-auth` accepts: the environment's, else test/test."""
+    key = environ.get("AWS_ACCESS_KEY_ID") or "test"
+    return {key: environ.get("AWS_SECRET_ACCESS_KEY") or "test"}
+
+
+def iam_authorizer(
+    keys: Mapping[str, str], region: str
+) -> Callable[[SignedRequest], Refusal | None]:
+    def authorize(request: SignedRequest) -> Refusal | None:
+        return sigv4.verify(request, keys.get, region, datetime.datetime.now(datetime.UTC))
+
+    return authorize
 
 
 def banner(server: DevServer, cluster_id: str) -> str:

@@ -7,7 +7,8 @@ a base64 response is decoded only when the request's Accept names a binary media
 over 10 MiB, or whose event exceeds Lambda's 6 MB, gets 413; a handler that raises, returns a
 malformed result or a response over 6 MB gets 502 ``Internal server error``.
 
-What it does not do: IAM (SigV4) authorization, throttling, stage variables, custom domains.
+IAM (SigV4) authorization only when given an authorizer (`tidelog dev --iam-auth`,
+tidelog.local.sigv4). What it does not do: throttling, stage variables, custom domains.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, quote
 
 import pybase64
 from werkzeug.datastructures import Headers
 from werkzeug.wrappers import Request
 
 from tidelog.local.lambdas import FunctionRuntime
+from tidelog.local.sigv4 import Refusal, SignedRequest
 from tidelog.local.template import GatewayResponse, Route
 
 log = logging.getLogger(__name__)
@@ -162,8 +164,12 @@ class Gateway:
         binary_media_types: Sequence[str],
         stage: str,
         responses: Mapping[str, GatewayResponse] | None = None,
+        authorizer: Callable[[SignedRequest], Refusal | None] | None = None,
     ) -> None:
-        """``responses``: the template's GatewayResponses, the gateway's own answers."""
+        """``responses``: the template's GatewayResponses, the gateway's own answers.
+        ``authorizer``: IAM authorization, checked once a route matches (as API Gateway does:
+        an unknown route is "Missing Authentication Token" whoever asks)."""
+        self.authorizer = authorizer
         self.router = Router(routes)
         self.responses = dict(responses or {})
         self.runtimes = runtimes
@@ -182,6 +188,12 @@ class Gateway:
             return self._own(
                 start_response, "MISSING_AUTHENTICATION_TOKEN", "Missing Authentication Token"
             )
+        if self.authorizer is not None:
+            refusal = self.authorizer(_signed_request(environ, request, body))
+            if refusal is not None:
+                return self._own(
+                    start_response, refusal.response_type, refusal.message, refusal.error_type
+                )
         try:
             event = proxy_event(
                 request, body, match, binary_media_types=self.binary_media_types, stage=self.stage
@@ -203,7 +215,9 @@ class Gateway:
         start_response(f"{status} {_reason(status)}", headers.to_wsgi_list())
         return [payload]
 
-    def _own(self, start_response: StartResponse, kind: str, message: str) -> list[bytes]:
+    def _own(
+        self, start_response: StartResponse, kind: str, message: str, error_type: str = ""
+    ) -> list[bytes]:
         """An answer the gateway gives itself, from the template's GatewayResponses (the
         specific type, else DEFAULT_4XX or DEFAULT_5XX by API Gateway's default status)."""
         default_status = _DEFAULT_STATUS[kind]
@@ -214,10 +228,10 @@ class Gateway:
         payload = (
             response.render(message) if response else json.dumps({"message": message}).encode()
         )
-        start_response(
-            f"{status} {_reason(status)}",
-            [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))],
-        )
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))]
+        if error_type:
+            headers.append(("x-amzn-ErrorType", error_type))
+        start_response(f"{status} {_reason(status)}", headers)
         return [payload]
 
     def _response(self, result: Any, request: Request) -> tuple[int, Headers, bytes]:
@@ -263,9 +277,21 @@ def _payload_size(result: dict[str, Any]) -> int:
 _DEFAULT_STATUS = {
     "REQUEST_TOO_LARGE": 413,
     "MISSING_AUTHENTICATION_TOKEN": 403,
+    "ACCESS_DENIED": 403,
+    "INVALID_SIGNATURE": 403,
     "BAD_REQUEST_BODY": 400,
     "INTEGRATION_FAILURE": 502,
 }
+
+
+def _signed_request(environ: dict[str, Any], request: Request, body: bytes) -> SignedRequest:
+    """What the client signed: the request line's path and query as sent, not as decoded."""
+    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    if not raw:  # a server that keeps only the decoded path: encode it as clients do
+        query = environ.get("QUERY_STRING")
+        raw = quote(environ.get("PATH_INFO", "/")) + (f"?{query}" if query else "")
+    url = f"{environ.get('wsgi.url_scheme', 'http')}://{request.host}{raw}"
+    return SignedRequest(request.method, url, dict(request.headers.items()), body)
 
 
 def _reason(status: int) -> str:

@@ -1,0 +1,8 @@
+"""tidelog's Python client for the HTTP API (`pip install 'tidelog[client]'`): signed for the
+deployed stack, unsigned for `tidelog dev`. See docs/client.md."""
+
+from tidelog.client.admin import Admin, OffsetAt, PartitionOffsets, TopicInfo
+from tidelog.client.errors import AuthorizationError
+from tidelog.client.http import Http
+
+__all__ = ["Admin", "AuthorizationError", "Http", "OffsetAt", "PartitionOffsets", "TopicInfo"]

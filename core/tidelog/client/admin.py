@@ -1,0 +1,108 @@
+"""Topics and offsets over the HTTP API: what Kafka's AdminClient does, in tidelog's shapes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from tidelog.client.http import Http
+
+
+@dataclass(frozen=True)
+class PartitionOffsets:
+    partition: int
+    log_start_offset: int
+    high_watermark: int
+
+    @property
+    def records(self) -> int:
+        return self.high_watermark - self.log_start_offset
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    topic_id: str
+    partitions: int
+    configs: dict[str, Any]
+    offsets: tuple[PartitionOffsets, ...] = ()  # described topics only
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> TopicInfo:
+        partitions = body["partitions"]
+        if isinstance(partitions, list):
+            offsets = tuple(PartitionOffsets(**p) for p in partitions)
+            return cls(body["name"], body["topic_id"], len(offsets), body["configs"], offsets)
+        return cls(body["name"], body["topic_id"], partitions, body["configs"])
+
+
+@dataclass(frozen=True)
+class OffsetAt:
+    """ListOffsets' answer: the offset, and the timestamp of its record (-1 when none)."""
+
+    offset: int
+    timestamp: int
+
+
+class Admin:
+    """``Admin()`` talks to the API that ``TIDELOG_URL`` / ``TIDELOG_CLUSTER`` name (else
+    ``tidelog dev``); ``Admin(url, cluster=..., sign=...)`` to another. Errors are tidelog's
+    (``tidelog.errors``), each carrying its Kafka name (``.kafka_error.name``)."""
+
+    def __init__(self, url: str | None = None, **options: Any) -> None:
+        self.http = options.pop("http", None) or Http(url, **options)
+
+    def list_topics(self) -> list[TopicInfo]:
+        return [TopicInfo.from_json(t) for t in self.http.get("/v1/topics")["topics"]]
+
+    def describe_topic(self, name: str) -> TopicInfo:
+        return TopicInfo.from_json(self.http.get(f"/v1/topics/{_seg(name)}"))
+
+    def create_topic(
+        self, name: str, partitions: int | None = None, configs: Mapping[str, Any] | None = None
+    ) -> TopicInfo:
+        body: dict[str, Any] = {"name": name, "configs": dict(configs or {})}
+        if partitions is not None:
+            body["partitions"] = partitions
+        return TopicInfo.from_json(self.http.post("/v1/topics", body))
+
+    def alter_configs(self, name: str, configs: Mapping[str, Any]) -> TopicInfo:
+        """Set (or with a None value, reset) each named config; the others stay."""
+        answer = self.http.request(
+            "PATCH", f"/v1/topics/{_seg(name)}/configs", json={"configs": dict(configs)}
+        )
+        return TopicInfo.from_json(answer.json())
+
+    def add_partitions(self, name: str, count: int) -> TopicInfo:
+        """Grow the topic to ``count`` partitions in all (Kafka's CreatePartitions)."""
+        return TopicInfo.from_json(
+            self.http.post(f"/v1/topics/{_seg(name)}/partitions", {"count": count})
+        )
+
+    def delete_topic(self, name: str) -> None:
+        self.http.request("DELETE", f"/v1/topics/{_seg(name)}")
+
+    def offset_at(self, topic: str, partition: int, at: str | int) -> OffsetAt:
+        """``at``: "earliest", "latest", or a time in ms (the first record at or after it;
+        (-1, -1) when none is, as Kafka's ListOffsets answers)."""
+        answer = self.http.get(f"/v1/topics/{_seg(topic)}/partitions/{partition}/offsets", at=at)
+        return OffsetAt(answer["offset"], answer["timestamp"])
+
+    def cluster(self) -> dict[str, Any]:
+        result: dict[str, Any] = self.http.get("/v1/cluster")
+        return result
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> Admin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _seg(name: str) -> str:
+    return quote(name, safe="")
