@@ -4,5 +4,15 @@ deployed stack, unsigned for `tidelog dev`. See docs/client.md."""
 from tidelog.client.admin import Admin, OffsetAt, PartitionOffsets, TopicInfo
 from tidelog.client.errors import AuthorizationError
 from tidelog.client.http import Http
+from tidelog.client.producer import Producer, RecordMetadata
 
-__all__ = ["Admin", "AuthorizationError", "Http", "OffsetAt", "PartitionOffsets", "TopicInfo"]
+__all__ = [
+    "Admin",
+    "AuthorizationError",
+    "Http",
+    "OffsetAt",
+    "PartitionOffsets",
+    "Producer",
+    "RecordMetadata",
+    "TopicInfo",
+]

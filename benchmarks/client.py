@@ -1,0 +1,120 @@
+"""The Python client's Producer against a plain loop of raw HTTP requests doing the same work.
+
+Both run against one `tidelog dev` (in a process of its own, as a user runs it) and produce the
+same records: 1 KiB values with keys over 6 partitions, batched to ``batch.size`` (64 KiB),
+idempotent, lz4-compressed. The loop builds each batch with tidelog.records, numbers it, and
+posts it with httpx2, one request at a time: the least any client must do. Runs alternate,
+three each; medians are reported.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+import uuid
+from typing import Any
+
+import httpx2
+from tests.support import devserver
+
+from benchmarks.report import Section
+from tidelog.client import Admin, Producer
+from tidelog.partitioner import partition_for_key
+from tidelog.records import RecordBatchBuilder
+
+RECORDS = 20_000
+VALUE_BYTES = 1024
+PARTITIONS = 6
+BATCH_BYTES = 65_536
+RUNS = 3
+
+
+def run(progress: Any = print) -> Section:
+    section = Section(
+        "The Python client",
+        f"{RECORDS:,} records of {VALUE_BYTES} bytes with keys, to {PARTITIONS} partitions, "
+        f"idempotent, lz4, {BATCH_BYTES // 1024} KiB batches, against `tidelog dev`; the median "
+        f"of {RUNS} alternating runs.",
+        ("measurement", "raw HTTP loop", "tidelog.client", "ratio / target"),
+    )
+    server = devserver.start()
+    try:
+        value = os.urandom(VALUE_BYTES // 2).hex().encode()
+        loops, clients = [], []
+        for i in range(RUNS):
+            loops.append(_raw_loop(server.api_url, _topic(server.api_url), value))
+            clients.append(_producer(server.api_url, _topic(server.api_url), value))
+            progress(f"    run {i + 1}: loop {loops[-1]:,.0f} records/s, client {clients[-1]:,.0f}")
+    finally:
+        server.stop()
+    loop, client = statistics.median(loops), statistics.median(clients)
+    section.rows.append(
+        (
+            "produce records/s",
+            f"{loop:,.0f}",
+            f"{client:,.0f}",
+            f"{client / loop:.2f}x (target >= 0.9)",
+        )
+    )
+    section.notes.append(
+        "The client sends each partition's batches one at a time and the partitions side by "
+        "side; the loop sends every batch in turn."
+    )
+    return section
+
+
+def _topic(api: str) -> str:
+    name = f"bench-client-{uuid.uuid4().hex[:8]}"
+    with Admin(api) as admin:
+        admin.create_topic(name, PARTITIONS)
+    return name
+
+
+def _producer(api: str, topic: str, value: bytes) -> float:
+    config = {"url": api, "batch.size": BATCH_BYTES, "compression.type": "lz4", "linger.ms": 5}
+    start = time.perf_counter()
+    with Producer(config) as producer:
+        for i in range(RECORDS):
+            producer.produce(topic, value, key=f"key-{i}")
+        producer.flush()
+    return RECORDS / (time.perf_counter() - start)
+
+
+def _raw_loop(api: str, topic: str, value: bytes) -> float:
+    start = time.perf_counter()
+    with httpx2.Client(base_url=api, timeout=30) as http:
+        identity = http.post("/v1/producers").json()
+        sequences = [0] * PARTITIONS
+        pending: list[list[tuple[bytes, int]]] = [[] for _ in range(PARTITIONS)]
+        sizes = [0] * PARTITIONS
+
+        def send(partition: int) -> None:
+            builder = RecordBatchBuilder(
+                "lz4",
+                producer_id=identity["producer_id"],
+                producer_epoch=identity["producer_epoch"],
+                base_sequence=sequences[partition],
+            )
+            for key, stamp in pending[partition]:
+                builder.append(key, value, (), stamp)
+            answer = http.post(
+                f"/v1/topics/{topic}/partitions/{partition}/batches",
+                content=builder.build(),
+                headers={"Content-Type": "application/vnd.kafka.record-batch"},
+            )
+            answer.raise_for_status()
+            sequences[partition] += len(pending[partition])
+            pending[partition], sizes[partition] = [], 0
+
+        for i in range(RECORDS):
+            key = f"key-{i}".encode()
+            partition = partition_for_key(key, PARTITIONS)
+            pending[partition].append((key, time.time_ns() // 1_000_000))
+            sizes[partition] += len(value) + len(key) + 21
+            if sizes[partition] >= BATCH_BYTES:
+                send(partition)
+        for partition in range(PARTITIONS):
+            if pending[partition]:
+                send(partition)
+    return RECORDS / (time.perf_counter() - start)

@@ -1,0 +1,431 @@
+"""``Producer``: Kafka's producer over the HTTP API.
+
+Records wait in a batch per partition until ``batch.size`` bytes or ``linger.ms``, as Kafka's
+RecordAccumulator keeps them; a sender thread then builds each batch (RecordBatch v2, compressed
+here) and posts it raw to the partition's batches route. With ``enable.idempotence`` (the
+default) the producer takes an id from ``POST /v1/producers`` and numbers each partition's
+batches, so a batch sent again after a 503 or a timeout is written once: the API answers a
+duplicate with its first offsets.
+
+One batch per partition is in flight at a time (Kafka allows up to five): a partition's batches
+are acknowledged, and their callbacks called, strictly in the order they were produced, and a
+retry never overtakes the batch behind it. Partitions are sent in parallel.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+import httpx2
+
+from tidelog.client.admin import Admin
+from tidelog.client.http import Http
+from tidelog.errors import InvalidRequestError, RetriableError, TidelogError
+from tidelog.partitioner import DefaultPartitioner
+from tidelog.records import RecordBatchBuilder
+from tidelog.records.compression import CODECS
+
+log = logging.getLogger(__name__)
+
+BATCH_MEDIA_TYPE = "application/vnd.kafka.record-batch"
+DeliveryCallback = Callable[[TidelogError | None, "RecordMetadata | None"], None]
+Headers = Sequence[tuple[str, bytes | None]] | Mapping[str, bytes | None]
+
+
+@dataclass(frozen=True)
+class RecordMetadata:
+    """Where a record was written (Kafka's RecordMetadata)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+
+@dataclass(frozen=True)
+class ProducerConfig:
+    """Kafka's producer configs, with Kafka's defaults (``linger.ms`` as of Kafka 4.0)."""
+
+    linger_ms: int = 5
+    batch_size: int = 16_384
+    compression_type: str = "none"
+    enable_idempotence: bool = True
+    retries: int = 2_147_483_647
+    delivery_timeout_ms: int = 120_000
+    request_timeout_ms: int = 30_000
+    retry_backoff_ms: int = 100
+    max_request_size: int = 1_048_576
+    buffer_memory: int = 33_554_432
+    max_block_ms: int = 60_000
+    metadata_max_age_ms: int = 300_000
+
+    @classmethod
+    def parse(cls, config: Mapping[str, Any]) -> tuple[ProducerConfig, dict[str, Any]]:
+        """Kafka's keys (``linger.ms``...) into a config, and the connection's own keys
+        (``url``, ``cluster``, ``sign``, ``region``) apart. Unknown keys are an error."""
+        connection = {k: config[k] for k in ("url", "cluster", "sign", "region") if k in config}
+        values: dict[str, Any] = {}
+        for key, value in config.items():
+            if key in connection or key in ("client.id", "partitioner"):
+                continue
+            if key == "acks":
+                if str(value) not in ("all", "-1"):
+                    raise InvalidRequestError(
+                        f"acks={value!r}: tidelog acknowledges only once a batch is committed "
+                        "(acks=all); there is no leader-only acknowledgement to ask for"
+                    )
+                continue
+            name = key.replace(".", "_")
+            if name not in cls.__dataclass_fields__:
+                raise InvalidRequestError(f"unknown producer config {key!r}")
+            kind = type(getattr(cls(), name))
+            values[name] = _coerce(key, value, kind)
+        parsed = cls(**values)
+        if parsed.compression_type not in CODECS:
+            raise InvalidRequestError(
+                f"compression.type={parsed.compression_type!r}: choose one of {sorted(CODECS)}"
+            )
+        if str(config.get("partitioner", "murmur2_random")) not in ("murmur2_random", "murmur2"):
+            raise InvalidRequestError("partitioner: only murmur2 (Kafka's default) is offered")
+        return parsed, connection
+
+
+def _coerce(key: str, value: Any, kind: type) -> Any:
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if str(value).lower() in ("true", "false"):
+            return str(value).lower() == "true"
+    elif kind is int:
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            pass
+    else:
+        return str(value)
+    raise InvalidRequestError(f"{key}={value!r} is not a {kind.__name__}")
+
+
+@dataclass
+class _Record:
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+    timestamp: int
+    future: Future[RecordMetadata]
+    callback: DeliveryCallback | None
+    size: int
+
+
+@dataclass
+class _Batch:
+    records: list[_Record] = field(default_factory=list)
+    size: int = 0
+    created: float = field(default_factory=time.monotonic)
+    identity: tuple[int, int] | None = None  # the producer id and epoch it was numbered under
+
+
+@dataclass
+class _Partition:
+    pending: deque[_Batch] = field(default_factory=deque)
+    busy: bool = False
+    sequence: int = 0
+
+
+class Producer:
+    def __init__(
+        self, config: Mapping[str, Any] | None = None, *, http: Http | None = None, **overrides: Any
+    ) -> None:
+        """``config``: Kafka's producer keys, plus ``url``/``cluster``/``sign``/``region`` for
+        the API (as tidelog.client.Http); ``overrides`` in Python spelling
+        (``linger_ms=0``). ``http``: a connection of the caller's (it is closed with the
+        producer)."""
+        merged = {**(config or {}), **{k.replace("_", "."): v for k, v in overrides.items()}}
+        self.config, connection = ProducerConfig.parse(merged)
+        self._http = http or Http(timeout_s=self.config.request_timeout_ms / 1000, **connection)
+        self._admin = Admin(http=self._http)
+        self._partitioner = DefaultPartitioner(batch_size=self.config.batch_size)
+        self._partitions: dict[tuple[str, int], _Partition] = {}
+        self._counts: dict[str, tuple[int, float]] = {}  # topic -> (partitions, read at)
+        self._identity: tuple[int, int] | None = None
+        self._buffered = 0
+        self._unsent = 0  # records produced and not yet completed
+        self._lock = threading.Condition()
+        self._closed = False
+        self._senders = ThreadPoolExecutor(16, thread_name_prefix="tidelog-producer")
+        self._thread = threading.Thread(target=self._run, name="tidelog-producer", daemon=True)
+        self._thread.start()
+
+    # -- the caller's side ----------------------------------------------------------------
+
+    def produce(  # noqa: PLR0917 - confluent-kafka's signature, positional as there
+        self,
+        topic: str,
+        value: bytes | str | None = None,
+        key: bytes | str | None = None,
+        partition: int | None = None,
+        headers: Headers | None = None,
+        timestamp: int | None = None,
+        on_delivery: DeliveryCallback | None = None,
+    ) -> Future[RecordMetadata]:
+        """Queue a record; the future (and ``on_delivery``, on the producer's thread) tells
+        where it was written, or why it was not."""
+        key_bytes, value_bytes = _bytes(key), _bytes(value)
+        pairs = list(headers.items() if isinstance(headers, Mapping) else headers or ())
+        header_list = [(str(k), _bytes(v)) for k, v in pairs]
+        size = (
+            21
+            + len(key_bytes or b"")
+            + len(value_bytes or b"")
+            + sum(len(k) + len(v or b"") + 4 for k, v in header_list)
+        )
+        if size > self.config.max_request_size:
+            raise InvalidRequestError(
+                f"The message is {size} bytes when serialized which is larger than "
+                f"max.request.size ({self.config.max_request_size})",
+                kafka_error="MESSAGE_TOO_LARGE",
+            )
+        count = self._partition_count(topic)
+        if partition is None:
+            partition = self._partitioner.partition(topic, key_bytes, value_bytes, count)
+        elif not 0 <= partition < count:
+            raise InvalidRequestError(
+                f"partition {partition} of {topic!r}, which has {count}",
+                kafka_error="UNKNOWN_TOPIC_OR_PARTITION",
+            )
+        future: Future[RecordMetadata] = Future()
+        stamp = timestamp if timestamp is not None else time.time_ns() // 1_000_000
+        record = _Record(key_bytes, value_bytes, header_list, stamp, future, on_delivery, size)
+        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        with self._lock:
+            while self._buffered + size > self.config.buffer_memory and not self._closed:
+                if not self._lock.wait(max(0.0, deadline - time.monotonic())):
+                    raise BufferError(f"buffer.memory full for {self.config.max_block_ms} ms")
+            if self._closed:
+                raise RuntimeError("the producer is closed")
+            state = self._partitions.setdefault((topic, partition), _Partition())
+            if not state.pending or state.pending[-1].size + size > self.config.batch_size:
+                state.pending.append(_Batch())
+            batch = state.pending[-1]
+            batch.records.append(record)
+            batch.size += size
+            self._buffered += size
+            self._unsent += 1
+            self._lock.notify_all()
+        if key_bytes is None:
+            self._partitioner.on_append(topic, partition, size)
+        return future
+
+    def flush(self, timeout: float | None = None) -> int:
+        """Send everything queued now and wait for it; the number still unsent at timeout."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            self._flushing += 1
+            self._lock.notify_all()
+            try:
+                while self._unsent:
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        break
+                    self._lock.wait(left)
+                return self._unsent
+            finally:
+                self._flushing -= 1
+
+    def __len__(self) -> int:
+        """Records produced and not yet acknowledged (or failed)."""
+        with self._lock:
+            return self._unsent
+
+    def close(self, timeout: float | None = None) -> None:
+        self.flush(timeout)
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+        self._thread.join(timeout)
+        self._senders.shutdown(wait=True)
+        self._http.close()
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the sender's side ----------------------------------------------------------------
+
+    _flushing = 0  # callers waiting in flush(): send without lingering
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                ready = self._ready()
+                while not ready and not self._closed:
+                    self._lock.wait(self._until_ready())
+                    ready = self._ready()
+                if not ready:
+                    return
+                for key, _ in ready:
+                    self._partitions[key].busy = True
+            for key, batch in ready:
+                self._senders.submit(self._send, key, batch)
+
+    def _ready(self) -> list[tuple[tuple[str, int], _Batch]]:
+        """Batches to send now, at most one per partition, taken off their queues."""
+        now = time.monotonic()
+        linger = self.config.linger_ms / 1000
+        ready = []
+        for key, state in self._partitions.items():
+            if state.busy or not state.pending:
+                continue
+            first = state.pending[0]
+            full = len(state.pending) > 1 or first.size >= self.config.batch_size
+            if full or self._flushing or self._closed or now - first.created >= linger:
+                ready.append((key, state.pending.popleft()))
+        return ready
+
+    def _until_ready(self) -> float | None:
+        waits = [
+            s.pending[0].created + self.config.linger_ms / 1000 - time.monotonic()
+            for s in self._partitions.values()
+            if s.pending and not s.busy
+        ]
+        return max(0.0, min(waits)) if waits else None
+
+    def _send(self, key: tuple[str, int], batch: _Batch) -> None:
+        topic, partition = key
+        deadline = batch.created + self.config.delivery_timeout_ms / 1000
+        error: TidelogError | None = None
+        answer: dict[str, Any] = {}
+        try:
+            body = self._build(key, batch)
+            attempts = 0
+            while True:
+                try:
+                    answer = self._post(topic, partition, body)
+                    break
+                except (RetriableError, httpx2.TransportError) as exc:
+                    attempts += 1
+                    if attempts > self.config.retries or time.monotonic() >= deadline:
+                        error = _as_error(exc)
+                        break
+                    backoff = self.config.retry_backoff_ms / 1000
+                    time.sleep(max(0.0, min(backoff, deadline - time.monotonic())))
+        except TidelogError as exc:
+            error = exc
+        self._complete(key, batch, answer, error)
+
+    def _build(self, key: tuple[str, int], batch: _Batch) -> bytes:
+        """The batch's bytes; an idempotent one numbered under the current producer id (the id
+        and the partition's sequence are taken together: a reset between them would send a
+        sequence the new id never reached)."""
+        while True:
+            identity = self._producer_identity() if self.config.enable_idempotence else None
+            with self._lock:
+                if identity != self._identity and self.config.enable_idempotence:
+                    continue
+                state = self._partitions[key]
+                sequence = state.sequence
+                state.sequence += len(batch.records)
+                batch.identity = identity
+                break
+        builder = (
+            RecordBatchBuilder(
+                self.config.compression_type,
+                producer_id=identity[0],
+                producer_epoch=identity[1],
+                base_sequence=sequence,
+            )
+            if identity
+            else RecordBatchBuilder(self.config.compression_type)
+        )
+        for record in batch.records:
+            builder.append(record.key, record.value, record.headers, record.timestamp)
+        return builder.build()
+
+    def _post(self, topic: str, partition: int, body: bytes) -> dict[str, Any]:
+        response = self._http.request(
+            "POST",
+            f"/v1/topics/{quote(topic, safe='')}/partitions/{partition}/batches",
+            content=body,
+            headers={"Content-Type": BATCH_MEDIA_TYPE},
+        )
+        result: dict[str, Any] = response.json()
+        return result
+
+    def _complete(
+        self,
+        key: tuple[str, int],
+        batch: _Batch,
+        answer: dict[str, Any],
+        error: TidelogError | None,
+    ) -> None:
+        topic, partition = key
+        if error is not None and batch.identity is not None:
+            # A batch given up leaves a gap in the partition's sequence: start afresh under a
+            # new producer id, as Kafka's producer does, so the batches behind it can land.
+            with self._lock:
+                if self._identity == batch.identity:
+                    self._identity = None
+                    for state in self._partitions.values():
+                        state.sequence = 0
+        append_time = int(answer.get("log_append_time", -1)) if answer else -1
+        for i, record in enumerate(batch.records):
+            if error is None:
+                metadata = RecordMetadata(
+                    topic,
+                    partition,
+                    int(answer["base_offset"]) + i,
+                    append_time if append_time >= 0 else record.timestamp,
+                )
+                record.future.set_result(metadata)
+            else:
+                record.future.set_exception(error)
+            if record.callback is not None:
+                try:
+                    record.callback(error, None if error else record.future.result())
+                except Exception:
+                    log.exception("on_delivery raised for %s[%d]", topic, partition)
+        with self._lock:
+            self._partitions[key].busy = False
+            self._buffered -= batch.size
+            self._unsent -= len(batch.records)
+            self._lock.notify_all()
+
+    def _producer_identity(self) -> tuple[int, int]:
+        with self._lock:
+            if self._identity is not None:
+                return self._identity
+        answer = self._http.post("/v1/producers")
+        identity = (int(answer["producer_id"]), int(answer["producer_epoch"]))
+        with self._lock:
+            if self._identity is None:
+                self._identity = identity
+            return self._identity
+
+    def _partition_count(self, topic: str) -> int:
+        now = time.monotonic()
+        known = self._counts.get(topic)
+        if known is None or now - known[1] > self.config.metadata_max_age_ms / 1000:
+            self._counts[topic] = (self._admin.describe_topic(topic).partitions, now)
+        return self._counts[topic][0]
+
+
+def _bytes(value: bytes | str | None) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    return value.encode()
+
+
+def _as_error(exc: Exception) -> TidelogError:
+    if isinstance(exc, TidelogError):
+        return exc
+    return RetriableError(f"no answer from the API: {exc}", kafka_error="REQUEST_TIMED_OUT")
