@@ -13,7 +13,7 @@ import pytest
 
 from tidelog.client import Admin, Http, Producer
 from tidelog.client.producer import ProducerConfig
-from tidelog.errors import InvalidRequestError, NotFoundError
+from tidelog.errors import InvalidRequestError, NotFoundError, RetriableError
 from tidelog.partitioner import partition_for_key
 
 
@@ -143,12 +143,41 @@ def test_idempotent_retries_write_every_record_once_in_order(dev, topic, seed):
     faults = Faults(seed, rate=0.3)
     http = Http(dev.api_url, transport=faults)
     sent = {}
-    with Producer({"linger.ms": 2, "batch.size": 2_000, "retry.backoff.ms": 1}, http=http) as p:
+    with Producer({"linger.ms": 2, "batch.size": 300, "retry.backoff.ms": 1}, http=http) as p:
         for i in range(600):
             p.produce(topic, f"r{i:04d}", key=f"k{i % 13}")
             sent.setdefault(partition_for_key(f"k{i % 13}".encode(), 4), []).append(f"r{i:04d}")
+    # About 60 batches (300 bytes each), and their retries: both faults strike, whatever the seed.
     assert faults.injected["before"], f"seed {seed}: no 503s injected"
     assert faults.injected["after"], f"seed {seed}: no lost answers injected"
     for partition, values in sent.items():
         stored = [v for _, _, v, _, _ in read_partition(dev, topic, partition)]
         assert stored == values, f"seed {seed}: partition {partition} differs"
+
+
+class Down(httpx2.BaseTransport):
+    """The API answers metadata, and every produce times out."""
+
+    def __init__(self) -> None:
+        self.inner = httpx2.HTTPTransport()
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.url.path.endswith("/batches"):
+            raise httpx2.ConnectTimeout("injected: unreachable", request=request)
+        return self.inner.handle_request(request)
+
+
+def test_records_that_cannot_be_delivered_fail_with_a_kafka_error(dev, topic):
+    config = {"delivery.timeout.ms": 300, "retry.backoff.ms": 20, "linger.ms": 0}
+    producer = Producer(config, http=Http(dev.api_url, transport=Down()))
+    first = producer.produce(topic, "a", partition=0)
+    with pytest.raises(RetriableError) as timed_out:
+        first.result(10)
+    assert timed_out.value.kafka_error.name == "REQUEST_TIMED_OUT"
+    queued = [producer.produce(topic, f"q{i}", partition=1) for i in range(3)]
+    producer.close(timeout=0)
+    for future in queued:
+        assert isinstance(future.exception(10), RetriableError)
+    assert len(producer) == 0
+    with pytest.raises(RuntimeError, match="closed"):
+        producer.produce(topic, "late")

@@ -246,11 +246,23 @@ class Producer:
             return self._unsent
 
     def close(self, timeout: float | None = None) -> None:
+        """Flush (for up to ``timeout``), then stop. Records still queued then fail, as after
+        Kafka's close with a timeout; batches already sent finish."""
         self.flush(timeout)
         with self._lock:
             self._closed = True
+            abandoned = [
+                (key, state.pending.popleft())
+                for key, state in self._partitions.items()
+                for _ in range(len(state.pending))
+            ]
             self._lock.notify_all()
-        self._thread.join(timeout)
+        closed = RetriableError(
+            "the producer was closed before this record was sent", kafka_error="REQUEST_TIMED_OUT"
+        )
+        for key, batch in abandoned:
+            self._complete(key, batch, {}, closed)
+        self._thread.join()
         self._senders.shutdown(wait=True)
         self._http.close()
 
@@ -268,11 +280,11 @@ class Producer:
         while True:
             with self._lock:
                 ready = self._ready()
-                while not ready and not self._closed:
+                while not ready:
+                    if self._closed and not any(s.pending for s in self._partitions.values()):
+                        return
                     self._lock.wait(self._until_ready())
                     ready = self._ready()
-                if not ready:
-                    return
                 for key, _ in ready:
                     self._partitions[key].busy = True
             for key, batch in ready:
