@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from tidelog import __version__, cli_topics
+from tidelog import __version__, cli_doctor, cli_topics
 
 
 def _port(name: str, default: int) -> int:
@@ -110,6 +110,7 @@ def parser() -> argparse.ArgumentParser:
 
     commands.add_parser("openapi", help="print the API's OpenAPI document, built from the code")
     cli_topics.add_commands(commands)
+    cli_doctor.add_command(commands)
     return top
 
 
@@ -119,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _agent(args)
     if args.command in ("topic", "offsets"):
         return cli_topics.run(args)
+    if args.command == "doctor":
+        return cli_doctor.run(args)
     try:
         from tidelog.local import dev, openapi  # noqa: PLC0415 - the local extra, on demand
     except ImportError as exc:

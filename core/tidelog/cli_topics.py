@@ -27,11 +27,11 @@ def add_commands(commands: Any) -> None:
     actions = topic.add_subparsers(dest="action", required=True)
 
     listing = actions.add_parser("list", help="every topic, with its partitions and policy")
-    _connection(listing, read=True)
+    connection_options(listing, read=True)
 
     describe = actions.add_parser("describe", help="a topic's configs and partitions' offsets")
     describe.add_argument("topic")
-    _connection(describe, read=True)
+    connection_options(describe, read=True)
 
     create = actions.add_parser("create", help="create topics")
     create.add_argument("topics", nargs="+", metavar="topic")
@@ -39,7 +39,7 @@ def add_commands(commands: Any) -> None:
     create.add_argument(
         "-c", "--config", action="append", default=[], metavar="KEY=VALUE", help="a config"
     )
-    _connection(create)
+    connection_options(create)
 
     alter = actions.add_parser("alter", help="set or reset a topic's configs")
     alter.add_argument("topic")
@@ -49,18 +49,18 @@ def add_commands(commands: Any) -> None:
     alter.add_argument(
         "--delete", action="append", default=[], metavar="KEY", help="reset a config"
     )
-    _connection(alter)
+    connection_options(alter)
 
     grow = actions.add_parser("add-partitions", help="add partitions to a topic")
     grow.add_argument("topic")
     grow.add_argument(
         "-n", "--num", type=int, required=True, help="how many partitions to add (as rpk's)"
     )
-    _connection(grow)
+    connection_options(grow)
 
     delete = actions.add_parser("delete", help="delete topics")
     delete.add_argument("topics", nargs="+", metavar="topic")
-    _connection(delete)
+    connection_options(delete)
 
     offsets = commands.add_parser(
         "offsets", help="each partition's offset at the earliest, the latest, or a time"
@@ -72,13 +72,20 @@ def add_commands(commands: Any) -> None:
         help="earliest, latest, a time in ms, an ISO time (UTC unless it says), or --at=-1h, -30m "
         "(default latest)",
     )
-    _connection(offsets, read=True)
+    connection_options(offsets, read=True)
 
 
-def _connection(command: argparse.ArgumentParser, *, read: bool = False) -> None:
+def connection_options(command: argparse.ArgumentParser, *, read: bool = False) -> None:
+    """--url, --cluster and --sign (and -o for commands that read): every API command's."""
     command.add_argument("--url", help="the API's URL (default $TIDELOG_URL, else tidelog dev's)")
     command.add_argument(
         "--cluster", help="a deployed stack's name, for its ApiUrl output ($TIDELOG_CLUSTER)"
+    )
+    command.add_argument(
+        "--sign",
+        action="store_true",
+        default=None,
+        help="sign even a loopback endpoint (tidelog dev --iam-auth); others always are",
     )
     if read:
         command.add_argument("-o", "--output", choices=OUTPUTS, default="table")
@@ -97,7 +104,7 @@ def run(args: argparse.Namespace, out: Any = None, err: Any = None) -> int:
     from tidelog.errors import TidelogError  # noqa: PLC0415
 
     try:
-        with Admin(args.url, cluster=args.cluster) as admin:
+        with Admin(args.url, cluster=args.cluster, sign=args.sign) as admin:
             command = _topic if args.command == "topic" else _offsets
             command(admin, args, lambda text: print(text, file=out))
     except UsageError as exc:

@@ -125,3 +125,10 @@ def test_times():
     assert parse_time("2023-11-14T23:13:20+01:00", now) == now
     with pytest.raises(UsageError):
         parse_time("soon", now)
+
+
+def test_doctor_against_the_dev_stack(tidelog, dev):
+    code, out, _ = tidelog("doctor")
+    assert code == 0, out
+    assert f"ok   endpoint     {dev.api_url} from TIDELOG_URL; unsigned (loopback)" in out
+    assert "ok   health       ok, tidelog" in out

@@ -39,11 +39,14 @@ def test_the_order_of_sources():
     )
     assert resolve(environ=env, cloudformation=stacks).url == "http://10.0.0.5:8080"
     assert resolve(environ={"TIDELOG_CLUSTER": "prod"}, cloudformation=stacks) == Endpoint(
-        DEPLOYED, sign=True, region="eu-west-1"
+        DEPLOYED, sign=True, region="eu-west-1", source="the ApiUrl output of stack 'prod'"
     )
     assert stacks.asked == ["prod"]
     assert resolve(cluster="other", environ={}, cloudformation=stacks).url == DEPLOYED
-    assert resolve(environ={}) == Endpoint("http://127.0.0.1:8080", sign=False, region=None)
+    dev = resolve(environ={})
+    assert (dev.url, dev.sign, dev.region) == ("http://127.0.0.1:8080", False, None)
+    assert dev.source.startswith("tidelog dev")
+    assert resolve(environ=env, cloudformation=stacks).source == "TIDELOG_URL"
     assert resolve(environ={"TIDELOG_API_PORT": "9999"}).url == "http://127.0.0.1:9999"
 
 

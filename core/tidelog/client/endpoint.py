@@ -29,6 +29,7 @@ class Endpoint:
     url: str  # no trailing slash
     sign: bool
     region: str | None  # for the signature; None: the AWS configuration's
+    source: str = "argument"  # where the URL came from, for `tidelog doctor`
 
 
 def resolve(
@@ -41,12 +42,16 @@ def resolve(
     cloudformation: Callable[[], Any] | None = None,
 ) -> Endpoint:
     """``cloudformation`` makes a client when a cluster's stack must be read."""
-    chosen = url or environ.get("TIDELOG_URL")
+    chosen, source = url, "argument"
+    if not chosen and environ.get("TIDELOG_URL"):
+        chosen, source = environ["TIDELOG_URL"], "TIDELOG_URL"
     cluster = cluster or environ.get("TIDELOG_CLUSTER")
     if not chosen and cluster:
         chosen = stack_url(cluster, cloudformation or _cloudformation)
+        source = f"the ApiUrl output of stack {cluster!r}"
     if not chosen:
         chosen = f"http://127.0.0.1:{environ.get('TIDELOG_API_PORT') or 8080}"
+        source = "tidelog dev on this machine (no TIDELOG_URL or TIDELOG_CLUSTER)"
     parts = urlsplit(chosen)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"{chosen!r} is not an http(s) URL of a tidelog API")
@@ -54,7 +59,7 @@ def resolve(
         sign = not _loopback(parts.hostname)
     found = _EXECUTE_API.search(parts.hostname)
     region = region or (found.group(1) if found else None)
-    return Endpoint(chosen.rstrip("/"), sign, region)
+    return Endpoint(chosen.rstrip("/"), sign, region, source)
 
 
 def stack_url(cluster: str, cloudformation: Callable[[], Any]) -> str:

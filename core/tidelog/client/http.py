@@ -30,10 +30,12 @@ class Http:
         ``transport``: httpx2's, for tests."""
         self.endpoint: Endpoint = resolve(url, cluster=cluster, sign=sign, region=region)
         auth = None
+        self.region = self.endpoint.region
         if self.endpoint.sign:
             import botocore.session  # noqa: PLC0415 - only a signing client needs it
 
             auth = SigV4(botocore.session.get_session(), self.endpoint.region)
+            self.region = auth.region
         self._client = httpx2.Client(
             base_url=self.endpoint.url,
             auth=auth,
