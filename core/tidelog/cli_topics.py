@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
+from tidelog.errors import TidelogError
+
 OUTPUTS = ("table", "json", "yaml")
 _RELATIVE = re.compile(r"^-(\d+)(ms|s|m|h|d)$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -92,29 +94,37 @@ def connection_options(command: argparse.ArgumentParser, *, read: bool = False) 
 
 
 def run(args: argparse.Namespace, out: Any = None, err: Any = None) -> int:
+    def body(say: Callable[[str], None]) -> None:
+        from tidelog.client import Admin  # noqa: PLC0415 - the client extra, on demand
+
+        with Admin(args.url, cluster=args.cluster, sign=args.sign) as admin:
+            (_topic if args.command == "topic" else _offsets)(admin, args, say)
+
+    return guarded(args.command, body, out, err)
+
+
+def guarded(
+    command: str, body: Callable[[Callable[[str], None]], None], out: Any = None, err: Any = None
+) -> int:
+    """Run an API command's ``body`` (given a function that prints a line to ``out``), turning
+    what it raises into the exit codes: 2 usage or a missing extra, 1 an API error."""
     out, err = out or sys.stdout, err or sys.stderr
     try:
-        from tidelog.client import Admin  # noqa: PLC0415 - the client extra, on demand
+        body(lambda text: print(text, file=out, flush=True))
     except ImportError as exc:
         print(
-            f"tidelog {args.command} needs the client extra: pip install 'tidelog[client]' ({exc})",
+            f"tidelog {command} needs the client extra: pip install 'tidelog[client]' ({exc})",
             file=err,
         )
         return 2
-    from tidelog.errors import TidelogError  # noqa: PLC0415
-
-    try:
-        with Admin(args.url, cluster=args.cluster, sign=args.sign) as admin:
-            command = _topic if args.command == "topic" else _offsets
-            command(admin, args, lambda text: print(text, file=out))
     except UsageError as exc:
-        print(f"tidelog {args.command}: {exc}", file=err)
+        print(f"tidelog {command}: {exc}", file=err)
         return 2
     except TidelogError as exc:
         print(f"{exc.kafka_error.name}: {exc.message}", file=err)
         return 1
     except (LookupError, RuntimeError, OSError) as exc:  # no stack, no credentials, no route
-        print(f"tidelog {args.command}: {exc}", file=err)
+        print(f"tidelog {command}: {exc}", file=err)
         return 1
     return 0
 
@@ -135,11 +145,11 @@ def _topic(admin: Any, args: argparse.Namespace, say: Callable[[str], None]) -> 
             )
             for t in sorted(topics, key=lambda t: t.name)
         ]
-        say(_render(args.output, topics, ("NAME", "PARTITIONS", "CLEANUP", "RETENTION.MS"), rows))
+        say(render(args.output, topics, ("NAME", "PARTITIONS", "CLEANUP", "RETENTION.MS"), rows))
     elif args.action == "describe":
         info = admin.describe_topic(args.topic)
         if args.output != "table":
-            say(_render(args.output, info, (), []))
+            say(render(args.output, info, (), []))
             return
         lines = [
             f"NAME        {info.name}",
@@ -189,7 +199,7 @@ def _offsets(admin: Any, args: argparse.Namespace, say: Callable[[str], None]) -
         {"partition": p, "offset": a.offset, "timestamp": a.timestamp} for p, a in answers
     ]
     rows = [(p, a.offset, a.timestamp) for p, a in answers]
-    say(_render(args.output, structured, ("PARTITION", "OFFSET", "TIMESTAMP"), rows))
+    say(render(args.output, structured, ("PARTITION", "OFFSET", "TIMESTAMP"), rows))
 
 
 def parse_time(value: str, now_ms: int) -> str | int:
@@ -221,7 +231,7 @@ def _pairs(items: Iterable[str]) -> dict[str, str]:
     return pairs
 
 
-def _render(output: str, data: Any, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+def render(output: str, data: Any, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     if output == "table":
         return _table(header, rows)
     plain = _plain(data)
@@ -243,8 +253,27 @@ def _plain(data: Any) -> Any:
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Plain columns, stable for scripts; on a terminal, rich's table."""
+    if sys.stdout.isatty():
+        return _rich_table(header, rows)
     cells = [list(header), *[[str(c) for c in row] for row in rows]]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     return "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells
     )
+
+
+def _rich_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    import io  # noqa: PLC0415 - only on a terminal
+    import shutil  # noqa: PLC0415
+
+    from rich.console import Console  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    table = Table(*header, box=None, header_style="bold")
+    for row in rows:
+        table.add_row(*(str(c) for c in row))
+    screen = io.StringIO()
+    width = shutil.get_terminal_size().columns
+    Console(file=screen, force_terminal=True, width=width).print(table)
+    return screen.getvalue().rstrip("\n")

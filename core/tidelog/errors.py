@@ -17,8 +17,10 @@ Adapters translate foreign errors (botocore, decoding) into this tree in one pla
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +88,9 @@ class TidelogError(Exception):
 
     http_status = 500
     default_kafka_error = "UNKNOWN_SERVER_ERROR"
+    details: Mapping[str, Any] = MappingProxyType({})
+    """The other fields of the API answer a client read this error from (a rebalance's
+    generation, an offset's bounds)."""
 
     def __init__(self, message: str, *, kafka_error: str | None = None) -> None:
         super().__init__(message)

@@ -280,6 +280,17 @@ def describe(group: api.GroupId) -> GroupView:
     )
 
 
+class Deleted(BaseModel):
+    group: str
+    deleted: bool
+
+
+@app.delete("/v1/groups/<group>", summary="Delete an empty consumer group and its offsets")
+def delete(group: api.GroupId) -> Deleted:
+    runtime.coordinator().delete(group)
+    return Deleted(group=group, deleted=True)
+
+
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -3,8 +3,10 @@ drift from the code."""
 
 from __future__ import annotations
 
+import io
 import re
 import shlex
+import sys
 from pathlib import Path
 
 from tidelog.cli import main
@@ -22,10 +24,21 @@ def test_client_examples_run(dev, monkeypatch, capsys):
 
 
 def test_cli_examples_run_in_order(dev, monkeypatch, capsys):
+    """Every sh block of docs/cli.md, in order; ``echo TEXT | tidelog ...`` feeds TEXT as stdin."""
     monkeypatch.setenv("TIDELOG_URL", dev.api_url)
-    (block,) = re.findall(r"```sh\n(.*?)```", (DOCS / "cli.md").read_text(), re.DOTALL)
-    commands = [shlex.split(line) for line in block.splitlines() if line.strip()]
-    assert [c[0] for c in commands] == ["tidelog"] * len(commands)
-    for command in commands:
-        assert main(command[1:]) == 0, (command, capsys.readouterr().err)
-    assert "deleted signups" in capsys.readouterr().out
+    blocks = re.findall(r"```sh\n(.*?)```", (DOCS / "cli.md").read_text(), re.DOTALL)
+    lines = [line for block in blocks for line in block.splitlines() if line.strip()]
+    assert len(blocks) >= 3
+    for line in lines:
+        command, stdin = shlex.split(line), ""
+        if command[0] == "echo":
+            pipe = command.index("|")
+            stdin, command = " ".join(command[1:pipe]) + "\n", command[pipe + 1 :]
+        assert command[0] == "tidelog", line
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+        assert main(command[1:]) == 0, (line, capsys.readouterr().err)
+    out = capsys.readouterr().out
+    assert (
+        "ada@example.com\nbob@example.com\n" in out or "bob@example.com\nada@example.com\n" in out
+    )
+    assert "deleted signups" in out

@@ -22,10 +22,46 @@ def wait_stable(dev, group, member, generation=0, timeout=20):
         )
         if status == 200:
             return body
-        assert (status, body["error"]) == (409, "REBALANCE_IN_PROGRESS"), body
+        assert (status, body["error"]) == (409, "REBALANCE_IN_PROGRESS"), (body, told(dev, group))
         generation = body["generation_id"]
         time.sleep(0.1)
-    raise AssertionError(f"{group} did not become Stable")
+    raise AssertionError(f"{group} did not become Stable: {told(dev, group)}")
+
+
+def wait_all_stable(dev, group, members, timeout=20):
+    """Heartbeat every member, as live members do, until all are Stable in one generation; each
+    one's answer. (Waiting on one member at a time lets the others' sessions lapse: when the
+    first member's generation is assigned before the second joins, the first must rejoin.)"""
+    generations = dict.fromkeys(members, 0)
+    answers: dict = {}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for member in members:
+            status, body = call(
+                dev,
+                "POST",
+                f"/v1/groups/{group}/members/{member}/heartbeat",
+                {"generation_id": generations[member]},
+            )
+            assert status in (200, 409), (body, told(dev, group))
+            if status == 409:
+                assert body["error"] == "REBALANCE_IN_PROGRESS", (body, told(dev, group))
+                answers.pop(member, None)
+            else:
+                answers[member] = body
+            generations[member] = body["generation_id"]
+        if (
+            len(answers) == len(members)
+            and len({a["generation_id"] for a in answers.values()}) == 1
+        ):
+            return answers
+        time.sleep(0.1)
+    raise AssertionError(f"{group} did not become Stable: {told(dev, group)}")
+
+
+def told(dev, group):
+    """What `tidelog dev` logged about the group, to tell why a rebalance took long."""
+    return "\n".join(line for line in dev.output().splitlines() if group in line)[-6000:]
 
 
 @pytest.fixture
@@ -65,7 +101,7 @@ def test_the_seeds_examples_end_to_end(dev, two_topics, assignor, first, second)
         assert status == 200, body
         members.append(body["member_id"])
     c0, c1 = sorted(members)
-    answers = {m: wait_stable(dev, group, m) for m in (c0, c1)}
+    answers = wait_all_stable(dev, group, [c0, c1])
     assert answers[c0]["generation_id"] == answers[c1]["generation_id"] == 2
 
     def by_index(answer):
@@ -133,3 +169,24 @@ def test_bad_group_requests_are_4xx(dev):
     assert call(dev, "POST", f"/v1/groups/{group}/offsets", commit)[0] == 400
     status, body = call(dev, "POST", f"/v1/groups/{group}/offsets/reset", {"to": "never"})
     assert status == 400
+
+
+def test_an_empty_group_is_deleted_and_a_live_one_is_not(dev, two_topics):
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    join = {"topics": two_topics, "session_timeout_ms": 10_000, "rebalance_timeout_ms": 10_000}
+    member = call(dev, "POST", f"/v1/groups/{group}/members", join)[1]["member_id"]
+    generation = wait_stable(dev, group, member)["generation_id"]
+    commit = {
+        "member_id": member,
+        "generation_id": generation,
+        "offsets": [{"topic": two_topics[0], "partition": 0, "offset": 0}],
+    }
+    assert call(dev, "POST", f"/v1/groups/{group}/offsets", commit)[0] == 200
+    status, body = call(dev, "DELETE", f"/v1/groups/{group}")
+    assert (status, body["error"]) == (409, "NON_EMPTY_GROUP")
+    assert call(dev, "DELETE", f"/v1/groups/{group}/members/{member}")[0] == 200
+    assert call(dev, "DELETE", f"/v1/groups/{group}") == (200, {"group": group, "deleted": True})
+    assert call(dev, "GET", f"/v1/groups/{group}/offsets")[1]["offsets"] == []
+    assert group not in [g["group"] for g in call(dev, "GET", "/v1/groups")[1]["groups"]]
+    status, body = call(dev, "DELETE", f"/v1/groups/{group}")
+    assert (status, body["error"]) == (404, "GROUP_ID_NOT_FOUND")

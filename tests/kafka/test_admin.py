@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin import NewTopic as RdNewTopic
 from kafka.admin import (
@@ -116,3 +117,25 @@ def test_librdkafka_admin_creates_lists_and_describes(dev):
     assert cluster.cluster_id == call(dev, "GET", "/v1/cluster")[1]["cluster_id"]
     client.delete_topics([name])[name].result(30)
     assert call(dev, "GET", f"/v1/topics/{name}")[0] == 404
+
+
+def test_kafkas_admin_clients_delete_empty_groups(dev, admin):
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    name = _name()
+    admin.create_topics([NewTopic(name, 1, 1)])
+    simple = {
+        "member_id": "",
+        "generation_id": -1,
+        "offsets": [{"topic": name, "partition": 0, "offset": 0}],
+    }
+    for each in (group, f"{group}-rd"):
+        assert call(dev, "POST", f"/v1/groups/{each}/offsets", simple)[0] == 200
+    assert admin.delete_groups([group]) == {group: "OK"}
+    assert admin.delete_groups([group]) == {group: "GroupIdNotFoundError"}
+    assert call(dev, "GET", f"/v1/groups/{group}/offsets")[1]["offsets"] == []
+    librdkafka = AdminClient({"bootstrap.servers": dev.bootstrap})
+    futures = librdkafka.delete_consumer_groups([f"{group}-rd"], request_timeout=30)
+    futures[f"{group}-rd"].result(30)
+    with pytest.raises(KafkaException) as gone:
+        librdkafka.delete_consumer_groups([f"{group}-rd"])[f"{group}-rd"].result(30)
+    assert gone.value.args[0].name() == "GROUP_ID_NOT_FOUND"

@@ -27,7 +27,7 @@ from tidelog.kafka.registry import Solo
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, ILLEGAL_GENERATION, INCONSISTENT_PROTOCOL = 0, 3, 22, 23
 UNKNOWN_MEMBER, REBALANCING, INVALID_REQUEST, TRANSACTIONAL_ID = 25, 27, 42, 53
-MEMBER_ID_REQUIRED, FENCED = 79, 82
+NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND, MEMBER_ID_REQUIRED, FENCED = 68, 69, 79, 82
 
 
 SUBSCRIPTION = JoinRequest(topics=("t",), session_timeout_ms=6000, rebalance_timeout_ms=10_000)
@@ -89,6 +89,7 @@ class Agent:
             ApiKey.FIND_COORDINATOR: self.groups.find_coordinator,
             ApiKey.DESCRIBE_GROUPS: self.groups.describe_groups,
             ApiKey.LIST_GROUPS: self.groups.list_groups,
+            ApiKey.DELETE_GROUPS: self.groups.delete_groups,
         }[key]
 
     def join(self, member_id="", *, protocols=("range",), topics=("t",), **extra) -> dict:
@@ -417,6 +418,21 @@ def test_groups_are_described_and_listed_as_kafkas_admin_tools_read_them():
         ("g", "consumer", "Stable")
     ]
     assert agent.call(ApiKey.LIST_GROUPS, 4, {"states_filter": ["Empty"]})["groups"] == []
+
+
+def test_groups_are_deleted_once_empty_with_their_offsets():
+    agent = Agent()
+    a, generation = agent.member()
+    agent.commit(a, generation, {"t": {0: 5}})
+    deleted = agent.call(ApiKey.DELETE_GROUPS, 2, {"groups_names": ["g", "nobody"]})["results"]
+    assert [(r["group_id"], r["error_code"]) for r in deleted] == [
+        ("g", NON_EMPTY_GROUP),
+        ("nobody", GROUP_ID_NOT_FOUND),
+    ]
+    agent.call(ApiKey.LEAVE_GROUP, 2, {"group_id": "g", "member_id": a})
+    deleted = agent.call(ApiKey.DELETE_GROUPS, 0, {"groups_names": ["g"]})["results"]
+    assert [(r["group_id"], r["error_code"]) for r in deleted] == [("g", NONE)]
+    assert agent.coord.committed("g") == {}
 
 
 def test_every_group_is_coordinated_here_and_no_transaction_is():

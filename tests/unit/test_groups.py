@@ -10,9 +10,11 @@ from tests.support.groups import coordinator
 
 from tidelog.assignors import TopicPartition
 from tidelog.errors import InvalidRequestError
+from tidelog.groups import items
 from tidelog.groups.coordinator import Joined, JoinRequest, OffsetCommit
 from tidelog.groups.model import (
     FencedInstanceError,
+    GroupNotFoundError,
     IllegalGenerationError,
     InconsistentProtocolError,
     NonEmptyGroupError,
@@ -409,6 +411,34 @@ def test_resets_only_while_the_group_is_empty():
     assert simple.offset == 45  # an empty group takes commits from simple consumers
     with pytest.raises(UnknownMemberError):
         coord.commit("g", "someone", 3, [OffsetCommit("t0", 0, 46)])
+
+
+@pytest.mark.parametrize("partitions", [2, 150])
+def test_an_empty_group_is_deleted_with_all_its_offsets(partitions):
+    """Kafka's DeleteGroups; 150 committed partitions take more than one transaction."""
+    coord, rebalancer, topics, _, meta = coordinator()
+    topics.create("t0", partitions, {})
+    member = join(coord, topics=("t0",)).member_id
+    rebalancer.run()
+    commits = [OffsetCommit("t0", p, 1) for p in range(partitions)]
+    coord.commit("g", member, 1, commits)
+    with pytest.raises(NonEmptyGroupError):
+        coord.delete("g")
+    assert len(coord.committed("g")) == partitions, "a refused delete changes nothing"
+    coord.leave("g", member)
+    coord.delete("g")
+    assert coord.committed("g") == {}
+    assert [g.name for g in coord.groups()] == []
+    assert coord.describe("g").state == State.DEAD
+    assert list(meta.query(items.group_pk("g"))) == [], "nothing of it left"
+    assert list(meta.query(items.offsets_pk("g"))) == []
+    with pytest.raises(GroupNotFoundError) as caught:
+        coord.delete("g")
+    assert caught.value.kafka_error.code == 69
+    # A group that only ever took commits (Kafka's simple consumers) is deleted the same way.
+    coord.commit("simple", "", -1, [OffsetCommit("t0", 0, 1)])
+    coord.delete("simple")
+    assert coord.committed("simple") == {}
 
 
 def test_a_rebalance_that_never_started_is_started_over():

@@ -2,17 +2,33 @@
 deployed stack, unsigned for `tidelog dev`. See docs/client.md."""
 
 from tidelog.client.admin import Admin, OffsetAt, PartitionOffsets, TopicInfo
+from tidelog.client.consumer import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    OFFSET_INVALID,
+    OFFSET_STORED,
+    Consumer,
+    ConsumerRecord,
+    TopicPartition,
+)
 from tidelog.client.errors import AuthorizationError
 from tidelog.client.http import Http
 from tidelog.client.producer import Producer, RecordMetadata
 
 __all__ = [
+    "OFFSET_BEGINNING",
+    "OFFSET_END",
+    "OFFSET_INVALID",
+    "OFFSET_STORED",
     "Admin",
     "AuthorizationError",
+    "Consumer",
+    "ConsumerRecord",
     "Http",
     "OffsetAt",
     "PartitionOffsets",
     "Producer",
     "RecordMetadata",
     "TopicInfo",
+    "TopicPartition",
 ]

@@ -67,4 +67,5 @@ def from_response(status: int, body: bytes, headers: dict[str, str]) -> TidelogE
             message = f"{name}: {message}"
         error = kind(message, kafka_error=known)
     error.http_status = status
+    error.details = fields
     return error

@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 import httpx2
 
+from tidelog.client import config as settings
 from tidelog.client.admin import Admin
 from tidelog.client.http import Http
 from tidelog.errors import InvalidRequestError, RetriableError, TidelogError
@@ -71,24 +72,14 @@ class ProducerConfig:
     def parse(cls, config: Mapping[str, Any]) -> tuple[ProducerConfig, dict[str, Any]]:
         """Kafka's keys (``linger.ms``...) into a config, and the connection's own keys
         (``url``, ``cluster``, ``sign``, ``region``) apart. Unknown keys are an error."""
-        connection = {k: config[k] for k in ("url", "cluster", "sign", "region") if k in config}
-        values: dict[str, Any] = {}
-        for key, value in config.items():
-            if key in connection or key in ("client.id", "partitioner"):
-                continue
-            if key == "acks":
-                if str(value) not in ("all", "-1"):
-                    raise InvalidRequestError(
-                        f"acks={value!r}: tidelog acknowledges only once a batch is committed "
-                        "(acks=all); there is no leader-only acknowledgement to ask for"
-                    )
-                continue
-            name = key.replace(".", "_")
-            if name not in cls.__dataclass_fields__:
-                raise InvalidRequestError(f"unknown producer config {key!r}")
-            kind = type(getattr(cls(), name))
-            values[name] = _coerce(key, value, kind)
-        parsed = cls(**values)
+        if str(config.get("acks", "all")) not in ("all", "-1"):
+            raise InvalidRequestError(
+                f"acks={config['acks']!r}: tidelog acknowledges only once a batch is committed "
+                "(acks=all); there is no leader-only acknowledgement to ask for"
+            )
+        parsed, connection = settings.parse(
+            cls, config, ignored=("acks", "client.id", "partitioner")
+        )
         if parsed.compression_type not in CODECS:
             raise InvalidRequestError(
                 f"compression.type={parsed.compression_type!r}: choose one of {sorted(CODECS)}"
@@ -96,22 +87,6 @@ class ProducerConfig:
         if str(config.get("partitioner", "murmur2_random")) not in ("murmur2_random", "murmur2"):
             raise InvalidRequestError("partitioner: only murmur2 (Kafka's default) is offered")
         return parsed, connection
-
-
-def _coerce(key: str, value: Any, kind: type) -> Any:
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-        if str(value).lower() in ("true", "false"):
-            return str(value).lower() == "true"
-    elif kind is int:
-        try:
-            return int(value)
-        except (TypeError, ValueError):
-            pass
-    else:
-        return str(value)
-    raise InvalidRequestError(f"{key}={value!r} is not a {kind.__name__}")
 
 
 @dataclass
@@ -148,8 +123,7 @@ class Producer:
         the API (as tidelog.client.Http); ``overrides`` in Python spelling
         (``linger_ms=0``). ``http``: a connection of the caller's (it is closed with the
         producer)."""
-        merged = {**(config or {}), **{k.replace("_", "."): v for k, v in overrides.items()}}
-        self.config, connection = ProducerConfig.parse(merged)
+        self.config, connection = ProducerConfig.parse(settings.merged(config, overrides))
         self._http = http or Http(timeout_s=self.config.request_timeout_ms / 1000, **connection)
         self._admin = Admin(http=self._http)
         self._partitioner = DefaultPartitioner(batch_size=self.config.batch_size)
@@ -239,6 +213,35 @@ class Producer:
                 return self._unsent
             finally:
                 self._flushing -= 1
+
+    def append(
+        self,
+        topic: str,
+        partition: int,
+        values: Iterable[bytes | str | tuple[Any, Any] | None],
+        *,
+        expected_offset: int,
+    ) -> list[RecordMetadata]:
+        """tidelog's conditional append: ``values`` (each a value or a ``(key, value)`` pair)
+        as one batch, written now, and only if the partition's high watermark is exactly
+        ``expected_offset``. Otherwise ``ConflictError`` (412), with the partition's
+        ``high_watermark`` in its ``details``, and nothing written. A writer that tracks its
+        partition's end gets exactly-once appends this way: a retry after a lost answer is
+        refused, and the watermark it names says whether the first try landed."""
+        builder = RecordBatchBuilder(self.config.compression_type)
+        now = time.time_ns() // 1_000_000
+        count = 0
+        for item in values:
+            key, value = item if isinstance(item, tuple) else (None, item)
+            builder.append(_bytes(key), _bytes(value), (), now)
+            count += 1
+        if not count:
+            raise InvalidRequestError("append needs at least one record")
+        answer = self._post(topic, partition, builder.build(), expected_offset=expected_offset)
+        stamp = answer["log_append_time"] if answer["log_append_time"] >= 0 else now
+        return [
+            RecordMetadata(topic, partition, answer["base_offset"] + i, stamp) for i in range(count)
+        ]
 
     def __len__(self) -> int:
         """Records produced and not yet acknowledged (or failed)."""
@@ -363,12 +366,15 @@ class Producer:
             builder.append(record.key, record.value, record.headers, record.timestamp)
         return builder.build()
 
-    def _post(self, topic: str, partition: int, body: bytes) -> dict[str, Any]:
+    def _post(
+        self, topic: str, partition: int, body: bytes, *, expected_offset: int | None = None
+    ) -> dict[str, Any]:
         response = self._http.request(
             "POST",
             f"/v1/topics/{quote(topic, safe='')}/partitions/{partition}/batches",
             content=body,
             headers={"Content-Type": BATCH_MEDIA_TYPE},
+            params=None if expected_offset is None else {"expected_offset": expected_offset},
         )
         result: dict[str, Any] = response.json()
         return result

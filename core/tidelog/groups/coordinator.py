@@ -30,6 +30,7 @@ from tidelog.groups.model import (
     Committed,
     FencedInstanceError,
     Group,
+    GroupNotFoundError,
     IllegalGenerationError,
     Limits,
     Member,
@@ -53,6 +54,7 @@ from tidelog.log.fetch import LogReader
 from tidelog.log.topics import Topics
 from tidelog.storage import (
     ConditionFailedError,
+    Delete,
     MetadataStore,
     Put,
     Write,
@@ -349,13 +351,15 @@ class Coordinator:
         if group.state == State.STABLE and assignment is not None:
             return Heartbeat(group.state, group.generation, assignment.of(member_id))
         keep: tuple[TopicPartition, ...] = ()
-        if is_cooperative(group.protocol) and group.assignment is not None:
-            keep = group.assignment.of(member_id)  # cooperative: keep what does not move
+        last = group.assignment
+        if is_cooperative(group.protocol) and last is not None:
+            keep = last.of(member_id)  # cooperative: keep what does not move
         raise RebalanceInProgressError(
             f"group {name} is rebalancing to generation {group.generation}",
             generation=group.generation,
             state=group.state.value,
             keep=keep,
+            kept_from=-1 if last is None else last.generation,
         )
 
     def _known(self, group: Group, member_id: str) -> Member:
@@ -525,9 +529,10 @@ class Coordinator:
             return  # what a member processed before the rebalance is still its to commit
         if group.state in REBALANCING and generation == group.generation:
             raise RebalanceInProgressError(
-                f"group {group.name} is rebalancing",
+                f"group {group.name} is rebalancing: commit as generation {last}",
                 generation=group.generation,
                 state=group.state.value,
+                kept_from=-1 if last is None else last,
             )
         raise IllegalGenerationError(
             f"generation {generation} is not the group's current {group.generation}"
@@ -594,6 +599,44 @@ class Coordinator:
             except ConditionFailedError as exc:
                 raise NonEmptyGroupError(f"group {name} changed during the reset") from exc
         return out
+
+    def delete(self, name: str) -> None:
+        """Kafka's DeleteGroups: an empty group, and every offset it committed, are gone (a
+        group with members is NON_EMPTY_GROUP; one that never was, GROUP_ID_NOT_FOUND)."""
+        validate_group_id(name)
+        group = self._expired(self.load(name))
+        if group.members:
+            raise NonEmptyGroupError(
+                f"group {name} has {len(group.members)} member(s): delete it once it is empty"
+            )
+        offsets = [
+            Delete(str(i["pk"]), str(i["sk"])) for i in self._meta.query(items.offsets_pk(name))
+        ]
+        if not group.exists and not offsets:
+            raise GroupNotFoundError(f"group {name!r} does not exist")
+        # The group's own items go in the last transaction, which removes its meta item on
+        # condition that nothing joined meanwhile; every transaction before it (only a group
+        # with more than ~95 committed partitions needs them) is fenced the same way.
+        own = [
+            Delete(str(i["pk"]), str(i["sk"]))
+            for i in self._meta.query(items.group_pk(name))
+            if i["sk"] != items.META_SK
+        ]
+        fence: Write = items.meta_check(name, group)
+        if group.exists:
+            fence = Delete(items.group_pk(name), items.META_SK, items.meta_condition(group))
+        last: list[Write] = [*own, Delete(items.GROUPS_PK, name), fence]
+        room = MAX_TRANSACTION_WRITES - len(last)
+        head, tail = offsets[: len(offsets) - room] if len(offsets) > room else [], offsets[-room:]
+        step = MAX_TRANSACTION_WRITES - 1
+        chunks = [
+            [items.meta_check(name, group), *head[i : i + step]] for i in range(0, len(head), step)
+        ]
+        try:
+            for chunk in [*chunks, [*tail, *last]]:
+                self._meta.transact(chunk)
+        except ConditionFailedError as exc:
+            raise NonEmptyGroupError(f"group {name} changed during the delete") from exc
 
     def _reset_target(
         self,

@@ -50,11 +50,15 @@ class RebalanceInProgressError(ConflictError):
         generation: int,
         state: str,
         keep: Sequence[TopicPartition] = (),
+        kept_from: int = -1,
     ) -> None:
+        """``keep``: what a cooperative member keeps, its partitions in generation
+        ``kept_from``, the last one assigned (-1: none), whose commits the group still takes."""
         super().__init__(message)
         self.generation = generation
         self.state = state
         self.keep = list(keep)
+        self.kept_from = kept_from
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -62,6 +66,7 @@ class RebalanceInProgressError(ConflictError):
             "generation_id": self.generation,
             "state": self.state,
             "assignment": group_partitions(self.keep),
+            "assignment_generation_id": self.kept_from,
         }
 
 

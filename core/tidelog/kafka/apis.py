@@ -28,6 +28,7 @@ class ApiKey(enum.IntEnum):
     INIT_PRODUCER_ID = 22
     DESCRIBE_CONFIGS = 32
     CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
     DESCRIBE_CLUSTER = 60
 
 
@@ -52,6 +53,7 @@ API_VERSIONS = MappingProxyType(
         ApiKey.INIT_PRODUCER_ID: (0, 4),
         ApiKey.DESCRIBE_CONFIGS: (1, 4),
         ApiKey.CREATE_PARTITIONS: (0, 3),
+        ApiKey.DELETE_GROUPS: (0, 2),
         ApiKey.DESCRIBE_CLUSTER: (0, 0),
     }
 )

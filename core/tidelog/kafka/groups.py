@@ -388,6 +388,21 @@ class GroupHandlers:
         ]
         return {"throttle_time": 0, "error_code": NONE, "groups": listed}
 
+    # DeleteGroups ------------------------------------------------------------------------
+
+    def delete_groups(self, request: Request) -> Answer:
+        """Each group deleted with its offsets, or its own error: NON_EMPTY_GROUP while it has
+        members, GROUP_ID_NOT_FOUND when it never was."""
+        results = []
+        for name in items(request.body.groups_names):
+            try:
+                self._coordinator().delete(str(name))
+                error = NONE
+            except TidelogError as exc:
+                error = exc.kafka_error.code
+            results.append({"group_id": str(name), "error_code": error})
+        return {"throttle_time": 0, "results": results}
+
 
 @dataclass(frozen=True)
 class OffsetFetchGroup:

@@ -66,6 +66,7 @@ class Handlers:
             ApiKey.OFFSET_FETCH: groups.offset_fetch,
             ApiKey.DESCRIBE_GROUPS: groups.describe_groups,
             ApiKey.LIST_GROUPS: groups.list_groups,
+            ApiKey.DELETE_GROUPS: groups.delete_groups,
             ApiKey.CREATE_TOPICS: lambda r: admin.create_topics(r.body),
             ApiKey.DELETE_TOPICS: lambda r: admin.delete_topics(r.body),
             ApiKey.CREATE_PARTITIONS: lambda r: admin.create_partitions(r.body),
