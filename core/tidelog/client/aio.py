@@ -12,6 +12,7 @@ rebalance waits for them, as in aiokafka.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import inspect
 import re
@@ -40,7 +41,7 @@ class RebalanceListener(Protocol):
     def on_partitions_assigned(self, assigned: list[TopicPartition]) -> Any: ...
 
 
-class _Twin(Generic[_Client]):
+class _Twin(abc.ABC, Generic[_Client]):
     """A synchronous client, run on a worker thread of its own."""
 
     def __init__(self, kind: str) -> None:
@@ -48,8 +49,9 @@ class _Twin(Generic[_Client]):
         self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"tidelog-aio-{kind}")
         self._queued_error: BaseException | None = None
 
+    @abc.abstractmethod
     async def start(self) -> None:
-        raise NotImplementedError
+        """Make the client, on its thread."""
 
     async def stop(self) -> None:
         if self._client is not None:
