@@ -22,6 +22,7 @@ from typing import Any
 import httpx2
 from tests.support import devserver
 
+from benchmarks import client_soak
 from benchmarks.report import Section
 from tidelog.client import OFFSET_BEGINNING, Admin, Consumer, Producer, TopicPartition
 from tidelog.partitioner import partition_for_key
@@ -32,6 +33,7 @@ VALUE_BYTES = 1024
 PARTITIONS = 6
 BATCH_BYTES = 65_536
 RUNS = 3
+SOAK_ROUNDS = 40
 
 
 def run(progress: Any = print) -> Section:
@@ -60,6 +62,7 @@ def run(progress: Any = print) -> Section:
                 f"    consume run {i + 1}: loop {fetch_loops[-1]:,.0f} records/s, "
                 f"client {consumers[-1]:,.0f}"
             )
+        soaked = client_soak.soak(server.api_url, server.process.pid, SOAK_ROUNDS, progress)
     finally:
         server.stop()
     for name, baseline, measured in (
@@ -73,6 +76,15 @@ def run(progress: Any = print) -> Section:
     section.notes.append(
         "The client sends each partition's batches one at a time and the partitions side by "
         "side; the loop sends every batch in turn."
+    )
+    section.notes.append(
+        f"Soak (benchmarks/client_soak.py): a cooperative-sticky group of three Consumers, one "
+        f"replaced every {client_soak.CHURN_S:.0f} s for {soaked['rounds']} rounds "
+        f"({soaked['seconds']} s) while a Producer wrote {soaked['records']:,} records: "
+        f"{soaked['twice']} processed twice, {soaked['missing']} missing; client RSS "
+        f"{soaked['client_mb'][0]} -> {soaked['client_mb'][1]} MB (the check's own sets of "
+        f"offsets included), `tidelog dev` {soaked['dev_mb'][0]} -> {soaked['dev_mb'][1]} MB, "
+        f"median poll {soaked['poll_ms'][0]} -> {soaked['poll_ms'][1]} ms (a 200 ms poll)."
     )
     return section
 
