@@ -79,3 +79,19 @@ def test_validation_failures_are_invalid_request():
     assert "count" in body["message"]
     ok = app.resolve(event("/typed", query={"count": "3"}), None)
     assert json.loads(ok["body"]) == {"count": 3}
+
+
+def test_a_request_bodys_repr_names_its_fields_and_holds_no_data():
+    """Powertools formats every route's arguments into a debug message at any log level: a
+    body's repr must not walk its records, nor carry what users sent."""
+
+    class Item(api.RequestModel):
+        value: str
+
+    class Body(api.RequestModel):
+        items: list[Item]
+        note: str = ""
+
+    body = Body(items=[Item(value=f"secret {i}") for i in range(10_000)], note="private")
+    assert repr(body) == "Body(items, note)"
+    assert str(body) == f"{body}" == "Body(items, note)"
