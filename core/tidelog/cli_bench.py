@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from tidelog.cli_progress import progress
-from tidelog.cli_topics import UsageError, connection_options, guarded, render
+from tidelog.cli_topics import UsageError, connection, connection_options, guarded, render
 
 
 def add_commands(commands: Any) -> None:
@@ -49,23 +49,22 @@ def run(args: argparse.Namespace, out: Any = None, err: Any = None) -> int:
     def body(say: Callable[[str], None]) -> None:
         if args.num is not None and args.num < 1:
             raise UsageError("-n must be at least 1")
-        connection = {"url": args.url, "cluster": args.cluster, "sign": args.sign}
-        connection = {k: v for k, v in connection.items() if v is not None}
-        result = (_produce if args.action == "produce" else _consume)(args, connection, stderr)
+        measure = _produce if args.action == "produce" else _consume
+        result = measure(args, connection(args), stderr)
         rows = [(k, v) for k, v in result.items()]
         say(render(args.output, result, ("MEASURE", "VALUE"), rows))
 
     return guarded("bench", body, out, err)
 
 
-def _produce(args: argparse.Namespace, connection: dict[str, Any], err: IO[str]) -> dict[str, Any]:
+def _produce(args: argparse.Namespace, api: dict[str, Any], err: IO[str]) -> dict[str, Any]:
     from tidelog.client import Producer  # noqa: PLC0415 - the client extra, on demand
 
     if args.size < 0 or args.keys < 0:
         raise UsageError("--size and --keys are counts: 0 or more")
     value = os.urandom(args.size // 2 + 1).hex()[: args.size].encode()
     config = {
-        **connection,
+        **api,
         "compression.type": args.compression,
         "linger.ms": args.linger_ms,
         "batch.size": args.batch_size,
@@ -98,7 +97,7 @@ def _produce(args: argparse.Namespace, connection: dict[str, Any], err: IO[str])
     }
 
 
-def _consume(args: argparse.Namespace, connection: dict[str, Any], err: IO[str]) -> dict[str, Any]:
+def _consume(args: argparse.Namespace, api: dict[str, Any], err: IO[str]) -> dict[str, Any]:
     from tidelog.client import (  # noqa: PLC0415 - the client extra, on demand
         OFFSET_BEGINNING,
         Admin,
@@ -106,13 +105,13 @@ def _consume(args: argparse.Namespace, connection: dict[str, Any], err: IO[str])
         TopicPartition,
     )
 
-    with Admin(**connection) as admin:
+    with Admin(**api) as admin:
         bounds = admin.describe_topic(args.topic).offsets
     total = sum(b.records for b in bounds)
     wanted = min(args.num, total) if args.num is not None else total
     fetches: list[float] = []
     seen = size = 0
-    config = {**connection, "enable.auto.commit": False}
+    config = {**api, "enable.auto.commit": False}
     with progress(err, "consuming", wanted) as advance, Consumer(config) as consumer:
         consumer.assign([TopicPartition(args.topic, b.partition, OFFSET_BEGINNING) for b in bounds])
         start = time.perf_counter()

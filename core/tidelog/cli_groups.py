@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from tidelog.cli_topics import UsageError, connection_options, guarded, parse_time, render
+from tidelog.cli_topics import (
+    UsageError,
+    connection,
+    connection_options,
+    guarded,
+    parse_time,
+    render,
+)
 from tidelog.errors import TidelogError
 
 
@@ -53,7 +60,7 @@ def run(args: argparse.Namespace, out: Any = None, err: Any = None) -> int:
     def body(say: Callable[[str], None]) -> None:
         from tidelog.client import Http  # noqa: PLC0415 - the client extra, on demand
 
-        with Http(args.url, cluster=args.cluster, sign=args.sign) as http:
+        with Http(**connection(args)) as http:
             if args.action == "list":
                 _list(http, args, say)
             elif args.action == "describe":

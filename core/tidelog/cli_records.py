@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tidelog.cli_progress import progress
-from tidelog.cli_topics import UsageError, connection_options, guarded, parse_time
+from tidelog.cli_topics import UsageError, connection, connection_options, guarded, parse_time
 
 FORMATS = ("text", "json")
 _TOKENS = re.compile(r"%[tpoTkvsKSh%]|\\[nt\\]")
@@ -102,8 +102,7 @@ def _produce(args: argparse.Namespace, say: Callable[[str], None], err: IO[str])
         raise UsageError("give -k or -K, not both")
     if args.format == "json" and args.key_delimiter is not None:
         raise UsageError("-K is for text lines; JSON lines carry their keys")
-    config = {"url": args.url, "cluster": args.cluster, "sign": args.sign}
-    config = {k: v for k, v in config.items() if v is not None}
+    config = connection(args)
     pending: deque[Future[Any]] = deque()
     counts: dict[int, int] = {}
 
@@ -230,9 +229,8 @@ def _consume(args: argparse.Namespace, out: IO[str]) -> None:
     render = _renderer(args.format)
     if args.num is not None and args.num < 1:
         raise UsageError("-n must be at least 1")
-    connection = {"url": args.url, "cluster": args.cluster, "sign": args.sign}
-    connection = {k: v for k, v in connection.items() if v is not None}
-    with Admin(**connection) as admin:
+    api = connection(args)
+    with Admin(**api) as admin:
         described = admin.describe_topic(args.topic)
         ends = {p.partition: p.high_watermark for p in described.offsets}
         partitions = args.partition or sorted(ends)
@@ -242,9 +240,9 @@ def _consume(args: argparse.Namespace, out: IO[str]) -> None:
         if args.group:
             if args.partition:
                 raise UsageError("-p reads chosen partitions; a group assigns them: not both")
-            config = {**connection, "group.id": args.group, **_group_reset(args.offset)}
+            config = {**api, "group.id": args.group, **_group_reset(args.offset)}
         else:
-            config = {**connection, "enable.auto.commit": False}
+            config = {**api, "enable.auto.commit": False}
             starts = _starts(admin, args.topic, described.offsets, partitions, args.offset)
     seen = 0
     with Consumer(config) as consumer:

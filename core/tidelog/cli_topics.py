@@ -93,11 +93,18 @@ def connection_options(command: argparse.ArgumentParser, *, read: bool = False) 
         command.add_argument("-o", "--output", choices=OUTPUTS, default="table")
 
 
+def connection(args: argparse.Namespace) -> dict[str, Any]:
+    """The API the command names (``--url``, ``--cluster``, ``--sign``), as the client's
+    ``url``/``cluster``/``sign`` config keys; those not given are left to the client."""
+    given = {"url": args.url, "cluster": args.cluster, "sign": args.sign}
+    return {k: v for k, v in given.items() if v is not None}
+
+
 def run(args: argparse.Namespace, out: Any = None, err: Any = None) -> int:
     def body(say: Callable[[str], None]) -> None:
         from tidelog.client import Admin  # noqa: PLC0415 - the client extra, on demand
 
-        with Admin(args.url, cluster=args.cluster, sign=args.sign) as admin:
+        with Admin(**connection(args)) as admin:
             (_topic if args.command == "topic" else _offsets)(admin, args, say)
 
     return guarded(args.command, body, out, err)

@@ -473,12 +473,19 @@ class Consumer:
         with self._lock:
             member, self._member_id = self._member_id, None
         self._membership.lose()
-        if member is None:
-            return
+        if member is not None:
+            self._delete_member(member)
+
+    def _delete_member(self, member: str) -> None:
         try:
             self._http.request("DELETE", f"/v1/groups/{self._group}/members/{quote(member)}")
         except (TidelogError, httpx2.TransportError) as exc:
             log.warning("leaving group %s: %s", self.config.group_id, exc)
+
+    def _hear(self, answer: Rebalancing | Stable) -> None:
+        """Called with the lock held: an answer that differs from the last is news for poll."""
+        if answer != self._heard:
+            self._answer = self._heard = answer
 
     def _beat(self) -> None:
         """The heartbeat thread: keeps the session, and hears of rebalances and assignments."""
@@ -501,8 +508,7 @@ class Consumer:
                 if self._member_id != member:
                     continue  # the member left or joined again meanwhile
                 if isinstance(answer, (Rebalancing, Stable)):
-                    if answer != self._heard:
-                        self._answer = self._heard = answer
+                    self._hear(answer)
                 elif answer is not None:
                     self._out_of_group(answer)
                 self._lock.notify_all()
@@ -549,9 +555,7 @@ class Consumer:
         if not self.config.group_instance_id:
             self._lock.release()
             try:
-                self._http.request("DELETE", f"/v1/groups/{self._group}/members/{quote(member)}")
-            except (TidelogError, httpx2.TransportError) as exc:
-                log.warning("leaving group %s: %s", self.config.group_id, exc)
+                self._delete_member(member)
             finally:
                 self._lock.acquire()
 
@@ -787,8 +791,7 @@ class Consumer:
                 raise
             with self._lock:
                 current = self._membership.commit_generation(heard)
-                if heard != self._heard:
-                    self._answer = self._heard = heard  # news for the next poll, too
+                self._hear(heard)  # news for the next poll, too
             if current is None or current == generation:
                 raise
             return self._http.post(path, {**body, "generation_id": current})
