@@ -4,8 +4,9 @@ their own, so nothing else is counted:
 
 - ``python -m benchmarks.inprocess soak REQUESTS`` prints one JSON line of
   ``[requests served, RSS MB]`` samples over single-record JSON produces;
-- ``python -m benchmarks.inprocess cpu BATCH_FILE`` prints the handler's CPU milliseconds per
-  request posting that raw record batch.
+- ``python -m benchmarks.inprocess cpu-batch BATCH_FILE`` prints the handler's CPU milliseconds
+  per request posting that raw record batch; ``cpu-json JSON_FILE`` the same for that JSON
+  produce request.
 """
 
 from __future__ import annotations
@@ -44,8 +45,17 @@ class Context:
         return 10_000
 
 
-def event(resource: str, path: str, params: dict[str, str], body: bytes, content_type: str) -> Any:
-    """An API Gateway proxy event for a POST, shaped as the recorded one in the tests."""
+def event(
+    resource: str,
+    path: str,
+    params: dict[str, str],
+    body: bytes,
+    content_type: str,
+    *,
+    binary: bool = True,
+) -> Any:
+    """An API Gateway proxy event for a POST, shaped as the recorded one in the tests. A body
+    of a binary media type arrives base64-encoded; a JSON body arrives as text."""
     recorded: dict[str, Any] = json.loads(
         (ROOT / "tests/functional/events/get_cluster.json").read_text()
     )
@@ -56,8 +66,8 @@ def event(resource: str, path: str, params: dict[str, str], body: bytes, content
         headers={"Content-Type": content_type},
         multiValueHeaders=None,
         pathParameters=params,
-        body=base64.b64encode(body).decode(),
-        isBase64Encoded=True,
+        body=base64.b64encode(body).decode() if binary else body.decode(),
+        isBase64Encoded=binary,
     )
     return recorded
 
@@ -122,25 +132,37 @@ def soak(requests: int) -> list[tuple[int, float]]:
     return samples
 
 
-def cpu_ms(batch: bytes, warmup: int = 3, requests: int = 20) -> float:
+def cpu_ms(body: bytes, kind: str = "batch", warmup: int = 3, requests: int = 20) -> float:
+    """CPU per request of the produce handler posting ``body``: a raw record batch to one
+    partition, or (``kind`` "json") a JSON produce request to a topic of six."""
     from tidelog import runtime  # noqa: PLC0415
 
     app, _, _ = produce_function()
-    runtime.topics().create("t", 1, {"max.message.bytes": 8 * 1024 * 1024})
-    request = event(
-        "/v1/topics/{topic}/partitions/{partition}/batches",
-        "/v1/topics/t/partitions/0/batches",
-        {"topic": "t", "partition": "0"},
-        batch,
-        "application/vnd.kafka.record-batch",
-    )
+    runtime.topics().create("t", 6, {"max.message.bytes": 8 * 1024 * 1024})
+    if kind == "json":
+        request = event(
+            "/v1/topics/{topic}/records",
+            "/v1/topics/t/records",
+            {"topic": "t"},
+            body,
+            "application/json",
+            binary=False,
+        )
+    else:
+        request = event(
+            "/v1/topics/{topic}/partitions/{partition}/batches",
+            "/v1/topics/t/partitions/0/batches",
+            {"topic": "t", "partition": "0"},
+            body,
+            "application/vnd.kafka.record-batch",
+        )
     with contextlib.redirect_stdout(io.StringIO()):
         for _ in range(warmup):
             app.handler(request, Context())
         start = time.process_time()
         for _ in range(requests):
             if app.handler(request, Context())["statusCode"] != 200:
-                raise RuntimeError("the batch was refused")
+                raise RuntimeError("the request was refused")
         return (time.process_time() - start) / requests * 1000
 
 
@@ -148,7 +170,9 @@ if __name__ == "__main__":
     command, argument = sys.argv[1:3]
     if command == "soak":
         print(json.dumps(soak(int(argument))))
-    elif command == "cpu":
+    elif command in ("cpu", "cpu-batch"):
         print(cpu_ms(Path(argument).read_bytes()))
+    elif command == "cpu-json":
+        print(cpu_ms(Path(argument).read_bytes(), "json"))
     else:
-        raise SystemExit(f"unknown command {command!r}: soak or cpu")
+        raise SystemExit(f"unknown command {command!r}: soak, cpu-batch or cpu-json")

@@ -160,7 +160,7 @@ def _handler_cpu_ms(body: bytes) -> float:
         batch.write(body)
         batch.flush()
         result = subprocess.run(
-            [sys.executable, "-m", "benchmarks.inprocess", "cpu", batch.name],
+            [sys.executable, "-m", "benchmarks.inprocess", "cpu-batch", batch.name],
             cwd=ROOT,
             capture_output=True,
             text=True,

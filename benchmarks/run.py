@@ -9,9 +9,20 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks import client, core, emulator, fetch, groups, kafka, produce, scale, spark
+from benchmarks import (
+    client,
+    core,
+    emulator,
+    fetch,
+    groups,
+    json_api,
+    kafka,
+    produce,
+    scale,
+    spark,
+)
 
-MODULES = [core, produce, fetch, groups, kafka, client, spark, emulator, scale]
+MODULES = [core, produce, fetch, json_api, groups, kafka, client, spark, emulator, scale]
 OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 
 

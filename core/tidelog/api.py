@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import binascii
 import json
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 import pybase64
@@ -22,6 +23,7 @@ from aws_lambda_powertools.event_handler.middlewares.openapi_validation import (
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Path
 from pydantic import BaseModel, BeforeValidator, ConfigDict, WithJsonSchema
+from pydantic_core import to_json
 
 from tidelog.errors import KAFKA_ERRORS, InvalidRequestError, TidelogError
 
@@ -185,9 +187,17 @@ def binary_response(content_type: str, body: bytes, headers: dict[str, str]) -> 
 
 
 def json_response(status: int, body: object) -> Response[str]:
-    return Response(
-        status_code=status, content_type=content_types.APPLICATION_JSON, body=json.dumps(body)
-    )
+    """A JSON answer: ``body`` serialized, or bytes that are JSON already."""
+    text = body.decode() if isinstance(body, bytes) else json.dumps(body)
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=text)
+
+
+def json_object(fields: Mapping[str, object], **rendered: bytes) -> bytes:
+    """A JSON object of ``fields`` and of members already rendered as JSON: what was rendered
+    once (records, measured against a response's limit) is not serialized again."""
+    members = [to_json(fields)[1:-1]] if fields else []
+    members += [b'"' + name.encode() + b'":' + value for name, value in rendered.items()]
+    return b"{" + b",".join(members) + b"}"
 
 
 class UnsupportedMediaTypeError(InvalidRequestError):

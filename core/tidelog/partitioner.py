@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import random
+import struct
 import threading
 from collections.abc import Callable
 from typing import Protocol
@@ -31,20 +32,19 @@ def murmur2(data: bytes) -> int:
     """Kafka's ``Utils.murmur2``: MurmurHash2, 32-bit, seed 0x9747b28c, as a signed int."""
     length = len(data)
     h = (SEED ^ length) & MASK32
-    blocks = length // 4
-    for i in range(blocks):
-        k = int.from_bytes(data[i * 4 : i * 4 + 4], "little")
-        k = (k * M) & MASK32
-        k ^= k >> 24
-        k = (k * M) & MASK32
-        h = ((h * M) & MASK32) ^ k
+    blocks = length >> 2
+    if blocks:
+        for word in struct.unpack_from(f"<{blocks}I", data):
+            k = (word * M) & MASK32
+            k ^= k >> 24
+            h = ((h * M) & MASK32) ^ ((k * M) & MASK32)
     tail = length & 3
-    index = blocks * 4
-    if tail == 3:
-        h ^= data[index + 2] << 16
-    if tail >= 2:
-        h ^= data[index + 1] << 8
-    if tail >= 1:
+    if tail:
+        index = blocks << 2
+        if tail == 3:
+            h ^= data[index + 2] << 16
+        if tail >= 2:
+            h ^= data[index + 1] << 8
         h ^= data[index]
         h = (h * M) & MASK32
     h ^= h >> 13

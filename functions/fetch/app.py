@@ -128,19 +128,25 @@ def fetch_records(
             },
         )
     records, next_offset = serve.render_partition(data, offset, encoding)
-    return api.json_response(
-        200,
-        {
-            "records": records,
-            "high_watermark": data.high_watermark,
-            "log_start_offset": data.log_start_offset,
-            "next_offset": next_offset,
-        },
-    )
+    fields = {
+        "high_watermark": data.high_watermark,
+        "log_start_offset": data.log_start_offset,
+        "next_offset": next_offset,
+    }
+    return api.json_response(200, api.json_object(fields, records=records))
 
 
-@app.post("/v1/fetch", summary="Fetch from many partitions in one request")
-def multi_fetch(body: MultiFetch) -> MultiFetchResult:
+@app.post(
+    "/v1/fetch",
+    summary="Fetch from many partitions in one request",
+    responses={
+        200: {
+            "description": "Each partition's records or error, in request order",
+            "content": {"application/json": {"model": MultiFetchResult}},
+        }
+    },
+)
+def multi_fetch(body: MultiFetch) -> Response[str]:
     # A partition named twice is fetched once, from the last place named, as Kafka's broker
     # reads a fetch's partitions into a map.
     last = {(p.topic, p.partition): p for p in body.partitions}
@@ -154,33 +160,33 @@ def multi_fetch(body: MultiFetch) -> MultiFetchResult:
         max_bytes=body.max_bytes,
         encoding=body.encoding,
     )
+    # The records are rendered as JSON once, where they are measured against the response's
+    # limit; the answer is put together around them (MultiFetchResult, checked by the tests).
     responses = []
     for want, answer in zip(wanted, answers, strict=True):
         if isinstance(answer, TidelogError):
             details = answer.to_dict()
-            responses.append(
-                PartitionResult(
-                    topic=want.topic,
-                    partition=want.partition,
-                    error=answer.kafka_error.name,
-                    error_code=answer.kafka_error.code,
-                    message=answer.message,
-                    high_watermark=details.get("high_watermark"),  # type: ignore[arg-type]
-                    log_start_offset=details.get("log_start_offset"),  # type: ignore[arg-type]
-                )
-            )
-            continue
-        responses.append(
-            PartitionResult(
+            failed = PartitionResult(
                 topic=want.topic,
                 partition=want.partition,
-                records=[FetchedRecord.model_validate(r) for r in answer.records],
-                high_watermark=answer.high_watermark,
-                log_start_offset=answer.log_start_offset,
-                next_offset=answer.next_offset,
+                error=answer.kafka_error.name,
+                error_code=answer.kafka_error.code,
+                message=answer.message,
+                high_watermark=details.get("high_watermark"),  # type: ignore[arg-type]
+                log_start_offset=details.get("log_start_offset"),  # type: ignore[arg-type]
             )
+            responses.append(failed.model_dump_json().encode())
+            continue
+        served = PartitionResult(
+            topic=want.topic,
+            partition=want.partition,
+            high_watermark=answer.high_watermark,
+            log_start_offset=answer.log_start_offset,
+            next_offset=answer.next_offset,
         )
-    return MultiFetchResult(responses=responses)
+        fields = served.model_dump(exclude={"records"})
+        responses.append(api.json_object(fields, records=answer.records_json))
+    return api.json_response(200, api.json_object({}, responses=b"[" + b",".join(responses) + b"]"))
 
 
 @app.get(

@@ -159,6 +159,7 @@ def json_corpus(rng):
         json.dumps({"records": [{"value": "v", "timestamp": "now"}]}),
         json.dumps({"records": [{"value": "v", "headers": [{"value": "x"}]}]}),
         json.dumps({"records": [{"value": "v", "headers": "h"}]}),
+        json.dumps({"records": [{"value": "v", "headers": [{"key": "\ud800"}]}]}),
         json.dumps(
             {
                 "records": [{"value": "v", "partition": 0}, {"value": "w", "partition": 1}],

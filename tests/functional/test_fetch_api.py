@@ -11,6 +11,7 @@ import uuid
 import pytest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from tests.functional.test_produce_api import BATCH, call, kafka_python_batch
+from tests.support.functions import function_module
 
 RAW = {"Accept": "application/vnd.kafka.record-batch"}
 
@@ -43,6 +44,7 @@ def test_records_come_back_at_their_offsets(dev, topic):
         (i, f"k{i}", str(i)) for i in range(8)
     ]
     assert body["records"][0]["timestamp_type"] == "CreateTime"
+    function_module("fetch").PartitionRecords.model_validate(body)
     assert (body["high_watermark"], body["log_start_offset"], body["next_offset"]) == (8, 0, 8)
     # From the middle of a batch: the records before the offset are left out.
     assert [r["offset"] for r in fetch(dev, topic, 6)[1]["records"]] == [6, 7]
@@ -147,6 +149,12 @@ def test_multi_fetch_answers_each_partition(dev, topic):
         },
     )
     assert status == 200, body
+    # Put together around records rendered once, the answer is still the declared model, every
+    # field present in every partition's answer.
+    models = function_module("fetch")
+    models.MultiFetchResult.model_validate(body)
+    for answer in body["responses"]:
+        assert set(answer) == set(models.PartitionResult.model_fields)
     first, second, missing_partition, missing_topic = body["responses"]
     assert [r["offset"] for r in first["records"]] == [1, 2]
     assert (first["next_offset"], second["next_offset"]) == (3, 2)

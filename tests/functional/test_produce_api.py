@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from tests.support.devserver import get_json
+from tests.support.functions import function_module
 
 from tidelog.log.reader import committed_records
 from tidelog.storage.dynamodb import DynamoMetadataStore
@@ -141,6 +142,13 @@ def test_json_records(dev, topic, log_of):
     }
     status, result = call(dev, "POST", f"/v1/topics/{topic}/records", body)
     assert status == 200
+    produce = function_module("produce")
+    produce.ProduceResult.model_validate(result)  # answered as declared, no field more or less
+    for answer in result["offsets"]:
+        assert set(answer) in (
+            set(produce.RecordOffset.model_fields),
+            set(produce.RecordError.model_fields),
+        )
     first, second, keyless, nowhere = result["offsets"]
     assert first["partition"] == second["partition"]  # same key, same partition
     assert second["offset"] == first["offset"] + 1

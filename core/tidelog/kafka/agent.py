@@ -15,7 +15,7 @@ import socket
 import threading
 import urllib.request
 
-from tidelog import __version__, aws, clusters, malloc, runtime
+from tidelog import __version__, aws, clusters, collector, malloc, runtime
 from tidelog.kafka.handlers import Handlers
 from tidelog.kafka.registry import Registry
 from tidelog.kafka.server import KafkaServer
@@ -116,6 +116,7 @@ def run(
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
     agent = Agent(host, port, advertised_host=advertised_host, zone=zone or task_zone())
     agent.start()
+    collector.freeze_startup_objects()
     try:
         me = agent.registry.me
         print(

@@ -15,7 +15,7 @@ from types import FrameType
 
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from tidelog import __version__, malloc, runtime
+from tidelog import __version__, collector, malloc, runtime
 from tidelog.cluster import describe_cluster
 from tidelog.kafka.agent import Agent
 from tidelog.local import sigv4
@@ -98,6 +98,7 @@ def start(
     thread.start()
     scheduler = Scheduler.for_runtimes(list(stack.runtimes.values()), speedup=schedule_speedup)
     scheduler.start()
+    collector.freeze_startup_objects()
     return DevServer(emulator, stack, api, thread, scheduler, agent)
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote
 
 import pybase64
+from pydantic_core import to_json
 from werkzeug.datastructures import Headers
 from werkzeug.wrappers import Request
 
@@ -265,12 +266,24 @@ def _event_size(event: dict[str, Any]) -> int:
 
 
 def _payload_size(result: dict[str, Any]) -> int:
-    """The response's size as Lambda counts it (its JSON). A base64 body needs no escaping, so
-    a multi-megabyte one is counted without serializing it again."""
+    """The response's size as Lambda counts it (its JSON). A body of megabytes is measured
+    apart from the rest: a base64 one needs no escaping, and a JSON one is escaped by
+    pydantic-core rather than by the standard library (a sixth of a 1 MiB fetch's time)."""
     body = result.get("body")
-    if result.get("isBase64Encoded") and isinstance(body, str):
+    if not isinstance(body, str):
+        return len(json.dumps(result))
+    if result.get("isBase64Encoded"):
         return len(json.dumps({**result, "body": ""})) + len(body)
-    return len(json.dumps(result))
+    return len(json.dumps({**result, "body": ""})) - 2 + json_string_size(body)
+
+
+def json_string_size(text: str) -> int:
+    """``len(json.dumps(text))``, fast: for ASCII text pydantic-core's encoder writes the very
+    same escapes (``\\n``, ``\\"``, ``\\u001f``...) in a fraction of the time, but for DEL,
+    which the standard library writes as ``\\u007f``."""
+    if not text.isascii():
+        return len(json.dumps(text))
+    return len(to_json(text)) + 5 * text.count("\x7f")
 
 
 # API Gateway's status for each response type it answers with when the template sets none.

@@ -2,7 +2,8 @@
 
 - Raw batches (``application/vnd.kafka.record-batch``): validated and kept byte for byte.
 - JSON records: placed by the partitioner (or their explicit partition), built into one batch per
-  partition with the topic's ``compression.type`` and validated like any other batch. A record
+  partition with the topic's ``compression.type``. tidelog builds those batches from records it
+  has checked, so they are not decoded again: only the topic's limits apply to them. A record
   aimed at a partition that does not exist gets its own error; the others are written.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import binascii
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple, Protocol
 
 import pybase64
 
@@ -20,23 +22,47 @@ from tidelog.log.validate import (
     KEYLESS_ON_COMPACTED,
     InvalidTimestampError,
     ProducedBatch,
+    built_batch,
     validate_batches,
 )
 from tidelog.log.writer import AppendRequest
 from tidelog.partitioner import Partitioner, select_partition
 from tidelog.records import InvalidRecordError, RecordBatchBuilder
 
-MAX_RECORDS_PER_REQUEST = 10_000
+MAX_RECORDS_PER_REQUEST = 10_000  # the request model's limit
 CODEC_OF = {"producer": "none", "uncompressed": "none"}
 
 
-@dataclass(frozen=True)
-class JsonRecord:
+class JsonRecord(NamedTuple):
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...]
     partition: int | None
     timestamp: int | None
+
+
+class JsonHeaderFields(Protocol):
+    """A header as the API's request model holds it, its types already checked."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def value(self) -> str | None: ...
+
+
+class JsonRecordFields(Protocol):
+    """A record as the API's request model holds it, its types already checked."""
+
+    @property
+    def key(self) -> str | None: ...
+    @property
+    def value(self) -> str | None: ...
+    @property
+    def headers(self) -> Sequence[JsonHeaderFields]: ...
+    @property
+    def partition(self) -> int | None: ...
+    @property
+    def timestamp(self) -> int | None: ...
 
 
 # A JSON number holds an integer exactly up to 2^53 - 1 (JavaScript's, and most JSON parsers'
@@ -62,63 +88,63 @@ def parse_raw(topic: Topic, body: bytes, now_ms: int) -> list[ProducedBatch]:
     )
 
 
-def parse_json_records(records: object, encoding: str) -> list[JsonRecord]:
-    """Each record checked; the first bad one fails the whole request (nothing is written)."""
+def json_records(records: Sequence[JsonRecordFields], encoding: str) -> list[JsonRecord]:
+    """The records of a JSON produce request, their strings turned into the bytes they stand
+    for. Their types were checked by the request's model; what is left to check is what only
+    the values show. The first bad record fails the whole request: nothing is written."""
     if encoding not in ("utf8", "base64"):
         raise InvalidRequestError(f"encoding must be utf8 or base64, not {encoding!r}")
-    if not isinstance(records, list) or not records:
-        raise InvalidRequestError("records must be a non-empty list")
-    if len(records) > MAX_RECORDS_PER_REQUEST:
-        raise InvalidRequestError(f"at most {MAX_RECORDS_PER_REQUEST} records per request")
-    return [_parse_record(i, r, encoding) for i, r in enumerate(records)]
-
-
-def _parse_record(index: int, raw: object, encoding: str) -> JsonRecord:
-    where = f"records[{index}]"
-    if not isinstance(raw, dict):
-        raise InvalidRequestError(f"{where} must be an object")
-    unknown = set(raw) - {"key", "value", "headers", "partition", "timestamp"}
-    if unknown:
-        raise InvalidRequestError(f"{where} has unknown fields: {', '.join(sorted(unknown))}")
-    partition = raw.get("partition")
-    if partition is not None and (isinstance(partition, bool) or not isinstance(partition, int)):
-        raise InvalidRequestError(f"{where}.partition must be an integer")
-    timestamp = raw.get("timestamp")
-    if timestamp is not None:
-        if isinstance(timestamp, bool) or not isinstance(timestamp, int):
-            raise InvalidRequestError(f"{where}.timestamp must be an integer (ms)")
-        if not 0 <= timestamp <= MAX_JSON_TIMESTAMP:
-            raise InvalidTimestampError(f"{where}.timestamp {timestamp} is out of range")
-    headers_raw = raw.get("headers") or []
-    if not isinstance(headers_raw, list):
-        raise InvalidRequestError(f"{where}.headers must be a list")
-    headers = []
-    for j, header in enumerate(headers_raw):
-        if not isinstance(header, dict) or not isinstance(header.get("key"), str):
-            raise InvalidRequestError(f"{where}.headers[{j}] needs a string key")
-        headers.append(
-            (header["key"], _bytes(header.get("value"), encoding, f"{where}.headers[{j}].value"))
+    to_bytes = _utf8 if encoding == "utf8" else _base64
+    out = []
+    for index, record in enumerate(records):
+        timestamp = record.timestamp
+        if timestamp is not None and not 0 <= timestamp <= MAX_JSON_TIMESTAMP:
+            raise InvalidTimestampError(f"records[{index}].timestamp {timestamp} is out of range")
+        key, value, headers = record.key, record.value, record.headers
+        out.append(
+            JsonRecord(
+                None if key is None else to_bytes(key, index, "key"),
+                None if value is None else to_bytes(value, index, "value"),
+                tuple(
+                    (
+                        _header_key(header.key, index, j),
+                        None
+                        if header.value is None
+                        else to_bytes(header.value, index, f"headers[{j}].value"),
+                    )
+                    for j, header in enumerate(headers)
+                )
+                if headers
+                else (),
+                record.partition,
+                timestamp,
+            )
         )
-    return JsonRecord(
-        key=_bytes(raw.get("key"), encoding, f"{where}.key"),
-        value=_bytes(raw.get("value"), encoding, f"{where}.value"),
-        headers=tuple(headers),
-        partition=partition,
-        timestamp=timestamp,
-    )
+    return out
 
 
-def _bytes(value: object, encoding: str, where: str) -> bytes | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidRequestError(f"{where} must be a string or null")
-    if encoding == "utf8":
-        return value.encode("utf-8", "surrogatepass")
+def _header_key(name: str, index: int, j: int) -> str:
+    """A header's key goes into the batch as UTF-8, which a lone surrogate (valid in a JSON
+    escape) cannot be written as."""
+    if not name.isascii():
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidRequestError(
+                f"records[{index}].headers[{j}].key is not Unicode text (a lone surrogate)"
+            ) from exc
+    return name
+
+
+def _utf8(text: str, index: int, field: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _base64(text: str, index: int, field: str) -> bytes:
     try:
-        return bytes(pybase64.b64decode(value, validate=True))
+        return bytes(pybase64.b64decode(text, validate=True))
     except (binascii.Error, ValueError) as exc:
-        raise InvalidRequestError(f"{where} is not valid base64") from exc
+        raise InvalidRequestError(f"records[{index}].{field} is not valid base64") from exc
 
 
 @dataclass
@@ -138,43 +164,50 @@ def plan_json_produce(
     expected_offset: int | None = None,
     on_append: Callable[[str, int, int], None] | None = None,
 ) -> JsonProduce:
-    placement: list[tuple[int, int] | TidelogError] = []
-    by_partition: dict[int, list[tuple[int, JsonRecord]]] = {}
+    name, partitions = topic.name, topic.partitions
     keys_required = compacted(topic)
-    for index, record in enumerate(records):
-        if keys_required and record.key is None:
-            placement.append(InvalidRecordError(KEYLESS_ON_COMPACTED))
+    chosen: list[tuple[int, int] | TidelogError] = []  # per record: (partition, batch index)
+    by_partition: dict[int, list[JsonRecord]] = {}
+    for record in records:
+        key, value = record.key, record.value
+        if keys_required and key is None:
+            chosen.append(InvalidRecordError(KEYLESS_ON_COMPACTED))
             continue
         try:
             partition = select_partition(
-                partitioner,
-                topic.name,
-                record.key,
-                record.value,
-                topic.partitions,
-                explicit=record.partition,
+                partitioner, name, key, value, partitions, explicit=record.partition
             )
         except TidelogError as exc:
-            placement.append(exc)
+            chosen.append(exc)
             continue
-        by_partition.setdefault(partition, []).append((index, record))
-        placement.append((-1, -1))
+        entries = by_partition.get(partition)
+        if entries is None:
+            entries = by_partition[partition] = []
+        chosen.append((partition, len(entries)))
+        entries.append(record)
         if on_append is not None:
-            on_append(topic.name, partition, len(record.value or b"") + len(record.key or b""))
+            on_append(name, partition, len(value or b"") + len(key or b""))
     if expected_offset is not None and len(by_partition) > 1:
         raise InvalidRequestError("expected_offset needs every record in one partition")
     codec = CODEC_OF.get(topic.config("compression.type"), topic.config("compression.type"))
+    max_message_bytes = int(topic.config("max.message.bytes"))
+    stamp = log_append_time(topic, now_ms)
     requests: list[AppendRequest] = []
-    for partition, entries in sorted(by_partition.items()):
+    for partition in sorted(by_partition):
         builder = RecordBatchBuilder(codec, clock_ms=lambda: now_ms)
-        for position, (index, record) in enumerate(entries):
-            builder.append(
-                record.key,
-                record.value,
-                record.headers,
-                now_ms if record.timestamp is None else record.timestamp,
+        append = builder.append
+        for record in by_partition[partition]:
+            timestamp = record.timestamp
+            append(
+                record.key, record.value, record.headers, now_ms if timestamp is None else timestamp
             )
-            placement[index] = (len(requests), position)
-        batches = parse_raw(topic, builder.build(), now_ms)
-        requests.append(AppendRequest(topic, partition, batches, expected_offset))
+        batch = built_batch(
+            builder.build(), max_message_bytes=max_message_bytes, log_append_time=stamp
+        )
+        requests.append(AppendRequest(topic, partition, [batch], expected_offset))
+    request_of = {request.partition: i for i, request in enumerate(requests)}
+    placement = [
+        where if isinstance(where, TidelogError) else (request_of[where[0]], where[1])
+        for where in chosen
+    ]
     return JsonProduce(requests, placement)

@@ -12,12 +12,14 @@ response limit.
 
 from __future__ import annotations
 
-import base64
-import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
+
+import pybase64
+from pydantic_core import to_json
 
 from tidelog.errors import InvalidRequestError, TidelogError
 from tidelog.log.fetch import FetchedBatch, LogReader, PartitionData, wait_until
@@ -52,11 +54,11 @@ def fetch_one(
 
 def render_partition(
     data: PartitionData, offset: int, encoding: str, budget: int = JSON_BUDGET
-) -> tuple[list[dict[str, object]], int]:
-    """The records as JSON objects, and the offset to fetch next (earlier than the data's when
+) -> tuple[bytes, int]:
+    """The records as a JSON array, and the offset to fetch next (earlier than the data's when
     the budget cut it short)."""
-    records, cut_at, _ = render(data.batches, offset, encoding, budget)
-    return records, data.next_offset if cut_at is None else cut_at
+    rendered = render(data.batches, offset, encoding, budget)
+    return rendered.json, data.next_offset if rendered.cut_at is None else rendered.cut_at
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ class Wanted:
 
 @dataclass(frozen=True)
 class Answer:
-    records: list[dict[str, object]]
+    records_json: bytes  # a JSON array
     high_watermark: int
     log_start_offset: int
     next_offset: int
@@ -136,16 +138,18 @@ def _shape(
             budget -= len(fetched_batch.data)
             first = False
         try:
-            records, cut_at, size = render(
+            rendered = render(
                 kept, want.offset, encoding, json_budget, at_least_one=json_budget == JSON_BUDGET
             )
         except TidelogError as exc:
             answers.append(exc)
             continue
-        json_budget -= size
-        if cut_at is not None:
-            next_offset = cut_at
-        answers.append(Answer(records, data.high_watermark, data.log_start_offset, next_offset))
+        json_budget -= len(rendered.json)
+        if rendered.cut_at is not None:
+            next_offset = rendered.cut_at
+        answers.append(
+            Answer(rendered.json, data.high_watermark, data.log_start_offset, next_offset)
+        )
     return answers
 
 
@@ -167,6 +171,13 @@ def list_offset(reader: LogReader, topic: Topic, partition: int, at: str) -> tup
     return found if found is not None else (-1, -1)
 
 
+@dataclass(frozen=True)
+class Rendered:
+    json: bytes  # the records as a JSON array, UTF-8
+    count: int
+    cut_at: int | None  # the offset the budget cut the records at, if it did
+
+
 def render(
     batches: Sequence[FetchedBatch],
     offset: int,
@@ -174,52 +185,60 @@ def render(
     budget: int,
     *,
     at_least_one: bool = True,
-) -> tuple[list[dict[str, object]], int | None, int]:
-    """(records, the offset the budget cut at or None, JSON bytes used). With
-    ``at_least_one``, a first record too large for the budget is an error, not an empty
-    answer (the consumer would never get past it)."""
-    out: list[dict[str, object]] = []
-    size = 0
-    for fetched in batches:
-        batch = fetched.batch
-        if batch.is_control_batch:
-            continue
-        timestamp_type = TIMESTAMP_TYPES[batch.timestamp_type]
-        for record in batch.records():
-            if record.offset < offset:
-                continue
-            item = {
-                "offset": record.offset,
-                "timestamp": record.timestamp,
-                "timestamp_type": timestamp_type,
-                "key": _encode(record.key, encoding, record.offset),
-                "value": _encode(record.value, encoding, record.offset),
-                "headers": [
-                    {"key": name, "value": _encode(value, encoding, record.offset)}
-                    for name, value in record.headers
-                ],
-            }
-            length = len(json.dumps(item)) + 2
-            if size + length > budget:
-                if not out and at_least_one:
-                    raise RecordTooLargeError(
-                        f"the record at offset {record.offset} does not fit in a JSON "
-                        f"response; fetch it as raw batches (Accept: {RECORD_BATCH_TYPE})"
-                    )
-                return out, record.offset, size
-            out.append(item)
-            size += length
-    return out, None, size
-
-
-def _encode(data: bytes | None, encoding: str, offset: int) -> str | None:
-    if data is None:
-        return None
-    if encoding == "base64":
-        return base64.b64encode(data).decode("ascii")
+) -> Rendered:
+    """The records from ``offset`` as JSON, within ``budget`` bytes. With ``at_least_one``, a
+    first record too large for the budget is an error, not an empty answer (the consumer would
+    never get past it). Rendered once, in one call, as the answer sends it; only an answer over
+    the budget is measured record by record to find where to cut."""
+    items: list[dict[str, Any]] = []
+    text_of = _TEXT_OF[encoding]
+    at = offset
     try:
-        return data.decode("utf-8")
+        for fetched in batches:
+            batch = fetched.batch
+            if batch.is_control_batch:
+                continue
+            timestamp_type = TIMESTAMP_TYPES[batch.timestamp_type]
+            for at, timestamp, key, value, headers in batch.records():
+                if at < offset:
+                    continue
+                items.append(
+                    {
+                        "offset": at,
+                        "timestamp": timestamp,
+                        "timestamp_type": timestamp_type,
+                        "key": None if key is None else text_of(key),
+                        "value": None if value is None else text_of(value),
+                        "headers": [
+                            {"key": name, "value": None if data is None else text_of(data)}
+                            for name, data in headers
+                        ]
+                        if headers
+                        else [],
+                    }
+                )
     except UnicodeDecodeError as exc:
         raise InvalidRequestError(
-            f"the record at offset {offset} is not UTF-8 text; fetch with encoding=base64"
+            f"the record at offset {at} is not UTF-8 text; fetch with encoding=base64"
         ) from exc
+    text = to_json(items)
+    if len(text) <= budget:
+        return Rendered(text, len(items), None)
+    kept, size = 0, 1  # the opening "["
+    for item in items:
+        size += len(to_json(item)) + 1  # and the "," or "]" after it
+        if size > budget:
+            break
+        kept += 1
+    if not kept and at_least_one:
+        raise RecordTooLargeError(
+            f"the record at offset {items[0]['offset']} does not fit in a JSON "
+            f"response; fetch it as raw batches (Accept: {RECORD_BATCH_TYPE})"
+        )
+    return Rendered(to_json(items[:kept]), kept, items[kept]["offset"])
+
+
+_TEXT_OF: dict[str, Callable[[bytes], str]] = {
+    "utf8": bytes.decode,
+    "base64": pybase64.b64encode_as_string,
+}

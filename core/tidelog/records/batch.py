@@ -524,7 +524,9 @@ class RecordBatchBuilder:
         self._producer = (producer_id, producer_epoch, base_sequence)
         self._leader_epoch = partition_leader_epoch
         self._clock_ms = clock_ms or _wall_clock_ms
-        self._body = bytearray()
+        # The header's bytes first, filled in by build: an uncompressed batch is then built
+        # without copying its records again.
+        self._out = bytearray(HEADER_SIZE)
         self._count = 0
         self._base_timestamp: int | None = None
         self._max_timestamp = NO_TIMESTAMP
@@ -536,7 +538,7 @@ class RecordBatchBuilder:
     @property
     def size_estimate(self) -> int:
         """Bytes of the batch so far, before compression."""
-        return HEADER_SIZE + len(self._body)
+        return len(self._out)
 
     def append(
         self,
@@ -557,27 +559,21 @@ class RecordBatchBuilder:
             raise ValueError(f"offset delta {offset_delta} does not follow {self._last_delta}")
         if self._base_timestamp is None:
             self._base_timestamp = timestamp
-        parts = [
-            b"\x00",  # attributes
-            _varint(timestamp - self._base_timestamp),
-            _varint(offset_delta),
-            b"\x01" if key is None else _varint(len(key)),
-            key or b"",
-            b"\x01" if value is None else _varint(len(value)),
-            value or b"",
-            _varint(len(headers)),
-        ]
-        for name, header_value in headers:
-            encoded = name.encode("utf-8")
-            parts += (
-                _varint(len(encoded)),
-                encoded,
-                b"\x01" if header_value is None else _varint(len(header_value)),
-                header_value or b"",
+        record = b"".join(
+            (
+                b"\x00",  # attributes
+                _varint(timestamp - self._base_timestamp),
+                _varint(offset_delta),
+                b"\x01" if key is None else _varint(len(key)),
+                key or b"",
+                b"\x01" if value is None else _varint(len(value)),
+                value or b"",
+                _headers(headers) if headers else b"\x00",
             )
-        record = b"".join(parts)
-        self._body += _varint(len(record))
-        self._body += record
+        )
+        out = self._out
+        out += _varint(len(record))
+        out += record
         self._count += 1
         self._max_timestamp = max(self._max_timestamp, timestamp)
         self._last_delta = offset_delta
@@ -592,28 +588,31 @@ class RecordBatchBuilder:
             raise ValueError("a batch needs at least one record")
         if last_offset_delta is not None and last_offset_delta < self._last_delta:
             raise ValueError(f"last offset delta {last_offset_delta} is before a record's")
-        body = codecs.compress(self._codec, bytes(self._body))
+        if self._codec == "none":
+            out = self._out
+        else:
+            records = bytes(memoryview(self._out)[HEADER_SIZE:])
+            out = bytearray(HEADER_SIZE) + codecs.compress(self._codec, records)
         producer_id, producer_epoch, base_sequence = self._producer
-        max_timestamp = self._max_timestamp if log_append_time is None else log_append_time
-        header = bytearray(
-            HEADER.pack(
-                self._base_offset,
-                HEADER_SIZE - LOG_OVERHEAD + len(body),
-                self._leader_epoch,
-                2,
-                0,
-                self._attributes,
-                self._last_delta if last_offset_delta is None else last_offset_delta,
-                self._base_timestamp,
-                max_timestamp,
-                producer_id,
-                producer_epoch,
-                base_sequence,
-                self._count,
-            )
+        HEADER.pack_into(
+            out,
+            0,
+            self._base_offset,
+            len(out) - LOG_OVERHEAD,
+            self._leader_epoch,
+            2,
+            0,  # the CRC, computed over what follows it once that is in place
+            self._attributes,
+            self._last_delta if last_offset_delta is None else last_offset_delta,
+            self._base_timestamp,
+            self._max_timestamp if log_append_time is None else log_append_time,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            self._count,
         )
-        out = header + body
-        struct.pack_into(">I", out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
+        with memoryview(out) as view:
+            struct.pack_into(">I", out, CRC_OFFSET, crc32c(view[ATTRIBUTES_OFFSET:]))
         return bytes(out)
 
 
@@ -628,6 +627,19 @@ def _varint(value: int) -> bytes:
     if 0 <= z < 0x4000:
         return bytes(((z & 0x7F) | 0x80, z >> 7))
     return encode_varint(value)
+
+
+def _headers(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
+    parts = [_varint(len(headers))]
+    for name, value in headers:
+        encoded = name.encode("utf-8")
+        parts += (
+            _varint(len(encoded)),
+            encoded,
+            b"\x01" if value is None else _varint(len(value)),
+            value or b"",
+        )
+    return b"".join(parts)
 
 
 def _wall_clock_ms() -> int:
