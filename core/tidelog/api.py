@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import binascii
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import pybase64
@@ -117,6 +118,45 @@ def resolver() -> APIGatewayRestResolver:
     app.exception_handler(RequestValidationError)(_invalid_request)
     app.not_found(_no_route)
     return app
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A request that fails validation: resolving it builds what a route's first request
+    would (routing, the validators of its path, query and body, the error answer) and reaches
+    no handler, so no storage."""
+
+    method: str
+    path: str
+    body: object = None
+    query: Mapping[str, str] = field(default_factory=dict)
+
+
+_NO_INVOCATION: Any = None  # a snapshot's init has no Lambda context
+
+
+def prime(app: APIGatewayRestResolver, probes: Sequence[Probe]) -> None:
+    """Resolve each probe, as a SnapStart snapshot's init does (tidelog.snapstart). A probe
+    answered anything but 400 is a defect of the probe: it may have reached storage."""
+    for probe in probes:
+        event = {
+            "resource": probe.path,
+            "path": probe.path,
+            "httpMethod": probe.method,
+            "headers": {"Content-Type": "application/json"},
+            "multiValueHeaders": {"Content-Type": ["application/json"]},
+            "queryStringParameters": dict(probe.query) or None,
+            "multiValueQueryStringParameters": {k: [v] for k, v in probe.query.items()} or None,
+            "pathParameters": None,
+            "requestContext": {"httpMethod": probe.method, "path": probe.path, "stage": "prime"},
+            "body": None if probe.body is None else json.dumps(probe.body),
+            "isBase64Encoded": False,
+        }
+        status = app.resolve(event, _NO_INVOCATION)["statusCode"]
+        if status != 400:
+            raise RuntimeError(
+                f"priming {probe.method} {probe.path} was answered {status}, not 400"
+            )
 
 
 def _no_route(exc: Exception) -> Response[str]:

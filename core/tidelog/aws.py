@@ -41,6 +41,14 @@ def client(service: str) -> Any:
         return _clients[service]
 
 
+def close_connections() -> None:
+    """Close the clients' pooled connections; each opens new ones when next used (a restored
+    SnapStart copy must not reuse the sockets of the snapshot's moment)."""
+    with _lock:
+        for built in _clients.values():
+            built.close()
+
+
 def reset() -> None:
     with _lock:
         _clients.clear()

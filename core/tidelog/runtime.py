@@ -199,6 +199,13 @@ def coordinator() -> Coordinator:
     )
 
 
+def forget_cached_state() -> None:
+    """Forget the topics read from storage, keeping the stores and their clients: the cache's
+    deadlines are on a monotonic clock, which a restored SnapStart copy does not share with
+    the snapshot. (The read path's index cache lives only on long-running hosts.)"""
+    topic_cache.cache_clear()
+
+
 def reset() -> None:
     """Forget cached settings, stores and the write path (the environment changed)."""
     for cached in (

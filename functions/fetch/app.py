@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BaseModel, Field
 
-from tidelog import api, runtime
+from tidelog import api, runtime, snapstart
 from tidelog.errors import TidelogError
 from tidelog.log import serve
 from tidelog.telemetry import Metrics, MetricUnit
@@ -202,6 +202,24 @@ def list_offsets(
     found.check_partition(partition)
     offset, timestamp = serve.list_offset(runtime.log_reader(), found, partition, at)
     return OffsetAnswer(offset=offset, timestamp=timestamp)
+
+
+# SnapStart: everything a first request would build, built before the snapshot (tidelog.snapstart).
+_BAD_TOPIC = "/v1/topics/!/"
+snapstart.enable(
+    lambda: api.prime(
+        app,
+        [
+            api.Probe("GET", _BAD_TOPIC + "partitions/0/records", query={"offset": "0"}),
+            api.Probe("GET", _BAD_TOPIC + "partitions/0/offsets", query={"at": "earliest"}),
+            api.Probe(
+                "POST",
+                "/v1/fetch",
+                {"partitions": [{"topic": "t", "partition": 0, "offset": -1}], "max_wait_ms": 0},
+            ),
+        ],
+    )
+)
 
 
 @logger.inject_lambda_context(clear_state=True)

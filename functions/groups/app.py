@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from aws_lambda_powertools import Logger
 from pydantic import BaseModel, ConfigDict, Field
 
-from tidelog import api, runtime
+from tidelog import api, runtime, snapstart
 from tidelog.assignors import ASSIGNORS
 from tidelog.errors import InvalidRequestError
 from tidelog.groups import lag
@@ -289,6 +289,26 @@ class Deleted(BaseModel):
 def delete(group: api.GroupId) -> Deleted:
     runtime.coordinator().delete(group)
     return Deleted(group=group, deleted=True)
+
+
+# SnapStart: everything a first request would build, built before the snapshot (tidelog.snapstart).
+_BAD_GROUP = "/v1/groups/a b"
+snapstart.enable(
+    lambda: api.prime(
+        app,
+        [
+            api.Probe("POST", _BAD_GROUP + "/members", {"topics": ["t"], "assignors": ["range"]}),
+            api.Probe("POST", _BAD_GROUP + "/members/m/heartbeat", {"generation_id": 1}),
+            api.Probe(
+                "POST",
+                _BAD_GROUP + "/offsets",
+                {"member_id": "m", "offsets": [{"topic": "t", "partition": 0, "offset": 0}]},
+            ),
+            api.Probe("GET", _BAD_GROUP + "/offsets"),
+            api.Probe("GET", _BAD_GROUP),
+        ],
+    )
+)
 
 
 @logger.inject_lambda_context(clear_state=True)

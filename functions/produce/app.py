@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BaseModel, Field
 from pydantic_core import to_json
 
-from tidelog import api, runtime
+from tidelog import api, runtime, snapstart
 from tidelog.errors import TidelogError
 from tidelog.log.commit import AppendResult
 from tidelog.log.produce import (
@@ -180,6 +180,29 @@ def produce_batches(
 def init_producer() -> ProducerIdentity:
     producer_id, epoch = allocate_producer_id(runtime.metadata_store())
     return ProducerIdentity(producer_id=producer_id, producer_epoch=epoch)
+
+
+# SnapStart: everything a first request would build, built before the snapshot (tidelog.snapstart).
+_BAD_TOPIC = "/v1/topics/!/"
+snapstart.enable(
+    lambda: api.prime(
+        app,
+        [
+            api.Probe(
+                "POST",
+                _BAD_TOPIC + "records",
+                {
+                    "records": [
+                        {"key": "k", "value": "v", "headers": [{"key": "h", "value": "x"}]},
+                        {"value": "v", "partition": 0, "timestamp": 0},
+                    ],
+                    "expected_offset": 0,
+                },
+            ),
+            api.Probe("POST", _BAD_TOPIC + "partitions/0/batches", query={"expected_offset": "0"}),
+        ],
+    )
+)
 
 
 @logger.inject_lambda_context(clear_state=True)

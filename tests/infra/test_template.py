@@ -177,3 +177,31 @@ def test_the_state_machine_definition_is_the_asl_file(template):
         "AssignorFunction"
     )
     assert definition["States"]["RebalanceDelay"]["SecondsPath"] == "$.delay_seconds"
+
+
+SNAPSTART = {"ProduceFunction", "FetchFunction", "GroupsFunction"}
+
+
+def test_request_functions_start_from_snapshots_and_the_api_calls_their_alias(resources):
+    functions = resources("AWS::Lambda::Function")
+    for name in SNAPSTART:
+        properties = functions[name]["Properties"]
+        assert properties["SnapStart"] == {"ApplyOn": "PublishedVersions"}, name
+        # SnapStart refuses more /tmp than 512 MB, and runs Python from 3.12.
+        assert properties.get("EphemeralStorage", {"Size": 512})["Size"] <= 512, name
+        version = tuple(int(n) for n in properties["Runtime"].removeprefix("python").split("."))
+        assert version >= (3, 12), name
+    aliases = {
+        r["Properties"]["FunctionName"]["Ref"] for r in resources("AWS::Lambda::Alias").values()
+    }
+    assert aliases == SNAPSTART
+    (api,) = resources("AWS::ApiGateway::RestApi").values()
+    for path, methods in api["Properties"]["Body"]["paths"].items():
+        for method, operation in methods.items():
+            uri = operation["x-amazon-apigateway-integration"]["uri"]["Fn::Sub"]
+            target = uri.split("functions/${")[1].split("}")[0]
+            function = target.removesuffix("Aliaslive").removesuffix(".Arn")
+            assert (function in SNAPSTART) == target.endswith("Aliaslive"), (path, method, target)
+    for name, permission in resources("AWS::Lambda::Permission").items():
+        if any(name.startswith(function) for function in SNAPSTART):
+            assert permission["Properties"]["FunctionName"]["Ref"].endswith("Aliaslive"), name
