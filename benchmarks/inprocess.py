@@ -6,7 +6,8 @@ their own, so nothing else is counted:
   ``[requests served, RSS MB]`` samples over single-record JSON produces;
 - ``python -m benchmarks.inprocess cpu-batch BATCH_FILE`` prints the handler's CPU milliseconds
   per request posting that raw record batch; ``cpu-json JSON_FILE`` the same for that JSON
-  produce request.
+  produce request; ``aws-latency SEED`` prints the produce and produce -> fetch latencies of
+  the handlers on in-memory stores under the aws-latency profile.
 """
 
 from __future__ import annotations
@@ -166,6 +167,98 @@ def cpu_ms(body: bytes, kind: str = "batch", warmup: int = 3, requests: int = 20
         return (time.process_time() - start) / requests * 1000
 
 
+def aws_latency(seed: int, produces: int = 300, end_to_end: int = 60) -> dict[str, list[float]]:
+    """The produce and fetch handlers on in-memory stores under the aws-latency profile: what
+    tidelog's own code adds to AWS's latencies, with no emulator's CPU in the way. Latencies
+    in ms: single-record JSON produces one after another (a Lambda environment serves one
+    request at a time), and produce -> long-poll fetch (the fetch function's own thread)."""
+    import threading  # noqa: PLC0415
+
+    from tidelog import runtime  # noqa: PLC0415
+    from tidelog.storage.faults import FaultPlan, FaultyMetadataStore, FaultyObjectStore  # noqa: PLC0415
+
+    os.environ["TIDELOG_CACHE_DIR"] = tempfile.mkdtemp()
+    app, meta, objects = produce_function()
+    plan = FaultPlan.aws_latency(seed)
+    slow_meta, slow_objects = FaultyMetadataStore(meta, plan), FaultyObjectStore(objects, plan)
+    runtime.metadata_store = lambda: slow_meta  # type: ignore[assignment]
+    runtime.object_store = lambda: slow_objects  # type: ignore[assignment]
+    fetch = _load("fetch_app", ROOT / "functions/fetch/app.py")
+    runtime.topics().create("t", 6, {})
+    runtime.topics().create("e2e", 1, {})
+
+    def produce(topic: str, i: int) -> tuple[float, Any]:
+        body = json.dumps({"records": [{"key": f"k{i}", "value": "v"}]}).encode()
+        request = event(
+            "/v1/topics/{topic}/records",
+            f"/v1/topics/{topic}/records",
+            {"topic": topic},
+            body,
+            "application/json",
+            binary=False,
+        )
+        start = time.perf_counter()
+        answer = app.handler(request, Context())
+        return (time.perf_counter() - start) * 1000, json.loads(answer["body"])
+
+    def fetch_from(offset: int) -> Any:
+        request = event(
+            "/v1/topics/{topic}/partitions/{partition}/records",
+            "/v1/topics/e2e/partitions/0/records",
+            {"topic": "e2e", "partition": "0"},
+            b"",
+            "application/json",
+            binary=False,
+        )
+        query = {"offset": str(offset), "max_wait_ms": "2000"}
+        request.update(
+            httpMethod="GET",
+            body=None,
+            queryStringParameters=query,
+            multiValueQueryStringParameters={k: [v] for k, v in query.items()},
+        )
+        return json.loads(fetch.handler(request, Context())["body"])
+
+    sent: dict[int, float] = {}
+    received: dict[int, float] = {}
+    done = threading.Event()
+
+    def consume() -> None:
+        offset = 0
+        while not done.is_set():
+            answer = fetch_from(offset)
+            now = time.perf_counter()
+            for record in answer["records"]:
+                received[record["offset"]] = now
+            offset = answer["next_offset"]
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        produced = [produce("t", i)[0] for i in range(produces)]
+        consumer = threading.Thread(target=consume, daemon=True)
+        consumer.start()
+        for i in range(end_to_end):
+            began = time.perf_counter()
+            _, answer = produce("e2e", i)
+            sent[answer["offsets"][0]["offset"]] = began
+            time.sleep(0.05)
+        deadline = time.perf_counter() + 30
+        while len(received) < len(sent) and time.perf_counter() < deadline:
+            time.sleep(0.05)
+        done.set()
+    e2e = [(received[offset] - began) * 1000 for offset, began in sent.items()]
+    return {"produce": produced, "e2e": e2e}
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 if __name__ == "__main__":
     command, argument = sys.argv[1:3]
     if command == "soak":
@@ -174,5 +267,7 @@ if __name__ == "__main__":
         print(cpu_ms(Path(argument).read_bytes()))
     elif command == "cpu-json":
         print(cpu_ms(Path(argument).read_bytes(), "json"))
+    elif command == "aws-latency":
+        print(json.dumps(aws_latency(int(argument))))
     else:
-        raise SystemExit(f"unknown command {command!r}: soak, cpu-batch or cpu-json")
+        raise SystemExit(f"unknown command {command!r}: soak, cpu-batch, cpu-json or aws-latency")

@@ -3,15 +3,14 @@
 - Throughput of HTTP -> handler -> stores for 1 KiB records in ~1 MiB requests, against raw
   ``put_object`` of the same bytes to the same emulator (target: ratio >= 0.7).
 - S3 PUTs per GiB ingested: a flush per request (Lambda) and group commit (a long-running host).
-- Handler CPU per request with the stores in memory (no AWS calls), and the produce handler's
-  import time in a fresh interpreter (the cold start; target <= 150 ms).
+- Handler CPU per request with the stores in memory (no AWS calls). Cold starts are measured in
+  benchmarks/coldstart.py.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -133,26 +132,6 @@ def _puts_per_gib(server: dev.DevServer, body: bytes, clients: int, requests: in
     return (count() - before) / gib
 
 
-def _import_ms() -> float:
-    code = (
-        "import time, importlib.util, sys\n"
-        "t = time.perf_counter()\n"
-        "spec = importlib.util.spec_from_file_location('produce_app', 'functions/produce/app.py')\n"
-        "m = importlib.util.module_from_spec(spec); sys.modules['produce_app'] = m\n"
-        "spec.loader.exec_module(m)\n"
-        "print((time.perf_counter() - t) * 1000)\n"
-    )
-    runs = [
-        float(
-            subprocess.run(
-                [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-            ).stdout
-        )
-        for _ in range(7)
-    ]
-    return statistics.median(runs)
-
-
 def _handler_cpu_ms(body: bytes) -> float:
     """CPU per request of the produce handler on in-memory stores: validation, staging,
     object assembly and commit planning, with no AWS call in the way."""
@@ -173,7 +152,7 @@ def run(progress: Any = print) -> Section:
     section = Section(
         "The produce path",
         "Whole-path throughput over HTTP against raw `put_object` of the same bytes to the same "
-        "emulator, interleaved in one run; S3 PUTs per GiB; handler CPU and import time.",
+        "emulator, interleaved in one run; S3 PUTs per GiB; handler CPU.",
         ("measurement", "baseline", "tidelog", "ratio / target"),
     )
     body = batch_bytes(1000)  # 1,000 records of 1 KiB: a ~1 MiB request
@@ -226,16 +205,6 @@ def run(progress: Any = print) -> Section:
             "-",
             f"{cpu:.1f} ms",
             "validation, staging, object, plan",
-        )
-    )
-    progress("  import time")
-    imported = _import_ms()
-    section.rows.append(
-        (
-            "produce handler import (cold start), median of 7",
-            "-",
-            f"{imported:.0f} ms",
-            "target <= 150 ms",
         )
     )
     section.notes += [

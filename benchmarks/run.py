@@ -10,7 +10,9 @@ import time
 from pathlib import Path
 
 from benchmarks import (
+    aws_latency,
     client,
+    coldstart,
     core,
     emulator,
     fetch,
@@ -22,7 +24,20 @@ from benchmarks import (
     spark,
 )
 
-MODULES = [core, produce, fetch, json_api, groups, kafka, client, spark, emulator, scale]
+MODULES = [
+    core,
+    produce,
+    fetch,
+    json_api,
+    coldstart,
+    aws_latency,
+    groups,
+    kafka,
+    client,
+    spark,
+    emulator,
+    scale,
+]
 OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 
 

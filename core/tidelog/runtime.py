@@ -8,6 +8,7 @@ and ``reset()``.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import random
 import threading
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from tidelog.groups.coordinator import Coordinator
     from tidelog.log.fetch import LogReader
     from tidelog.log.housekeeping import Housekeeper
+    from tidelog.storage.faults import FaultPlan
 
 _T = TypeVar("_T")
 _UNSET: Any = object()
@@ -77,14 +79,41 @@ def settings() -> Settings:
 def metadata_store() -> MetadataStore:
     from tidelog.storage.dynamodb import DynamoMetadataStore  # noqa: PLC0415 - cold start
 
-    return DynamoMetadataStore(aws.client("dynamodb"), settings().table)
+    store: MetadataStore = DynamoMetadataStore(aws.client("dynamodb"), settings().table)
+    plan = fault_plan()
+    if plan is not None:
+        from tidelog.storage.faults import FaultyMetadataStore  # noqa: PLC0415
+
+        store = FaultyMetadataStore(store, plan)
+    return store
 
 
 @_once
 def object_store() -> ObjectStore:
     from tidelog.storage.s3 import S3ObjectStore  # noqa: PLC0415 - cold start
 
-    return S3ObjectStore(aws.client("s3"), settings().bucket)
+    store: ObjectStore = S3ObjectStore(aws.client("s3"), settings().bucket)
+    plan = fault_plan()
+    if plan is not None:
+        from tidelog.storage.faults import FaultyObjectStore  # noqa: PLC0415
+
+        store = FaultyObjectStore(store, plan)
+    return store
+
+
+@_once
+def fault_plan() -> FaultPlan | None:
+    """The stores' simulation profile (``TIDELOG_FAULTS``), shared by both, or None."""
+    config = settings()
+    if not config.faults:
+        return None
+    from tidelog.storage.faults import FaultPlan  # noqa: PLC0415
+
+    seed = config.fault_seed if config.fault_seed is not None else random.randrange(2**32)  # noqa: S311 - a seed to replay
+    logging.getLogger(__name__).warning(
+        "stores under the %s profile (TIDELOG_FAULT_SEED=%d replays it)", config.faults, seed
+    )
+    return FaultPlan.aws_latency(seed)
 
 
 def clock_ms() -> int:
@@ -212,6 +241,7 @@ def reset() -> None:
         settings,
         metadata_store,
         object_store,
+        fault_plan,
         topics,
         topic_cache,
         partitioner,

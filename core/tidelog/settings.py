@@ -16,6 +16,7 @@ DEFAULT_CACHE_DIR = "/tmp/tidelog-cache"  # noqa: S108 - Lambda's only writable 
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
 DEFAULT_GC_GRACE_MS = 60 * 60 * 1000
 DEFAULT_ROLL_SETTLE_MS = 60 * 1000  # beyond a produce request's whole life (29 s)
+FAULT_PROFILES = ("aws-latency",)
 
 
 class ConfigurationError(InternalError):
@@ -55,6 +56,12 @@ class Settings:
     """Kafka's group.min.session.timeout.ms (``TIDELOG_GROUP_MIN_SESSION_TIMEOUT_MS``)."""
     max_session_timeout_ms: int = 1_800_000
     """Kafka's group.max.session.timeout.ms (``TIDELOG_GROUP_MAX_SESSION_TIMEOUT_MS``)."""
+    faults: str = ""
+    """A simulation profile for the stores: ``aws-latency`` makes every S3 and DynamoDB call
+    take as long as on AWS (``TIDELOG_FAULTS``; for `tidelog dev` and benchmarks, never a
+    deployed stack)."""
+    fault_seed: int | None = None
+    """Its random seed, to replay a run (``TIDELOG_FAULT_SEED``)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Settings:
@@ -80,6 +87,10 @@ class Settings:
             max_session_timeout_ms=_number(
                 environ, "TIDELOG_GROUP_MAX_SESSION_TIMEOUT_MS", 1_800_000
             ),
+            faults=_one_of(environ, "TIDELOG_FAULTS", FAULT_PROFILES),
+            fault_seed=_number(environ, "TIDELOG_FAULT_SEED", 0)
+            if environ.get("TIDELOG_FAULT_SEED")
+            else None,
         )
 
 
@@ -90,6 +101,13 @@ def _number(environ: Mapping[str, str], name: str, default: int) -> int:
     if not value.isdigit():
         raise ConfigurationError(f"{name}={value!r} is not a whole number")
     return int(value)
+
+
+def _one_of(environ: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str:
+    value = environ.get(name, "")
+    if value and value not in allowed:
+        raise ConfigurationError(f"{name}={value!r} is not one of {', '.join(allowed)}")
+    return value
 
 
 def _at_least_one(environ: Mapping[str, str], name: str, default: int) -> int:

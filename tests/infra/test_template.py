@@ -182,11 +182,18 @@ def test_the_state_machine_definition_is_the_asl_file(template):
 SNAPSTART = {"ProduceFunction", "FetchFunction", "GroupsFunction"}
 
 
-def test_request_functions_start_from_snapshots_and_the_api_calls_their_alias(resources):
+def test_request_functions_start_from_snapshots_and_the_api_calls_their_alias(
+    resources, cloudformation
+):
+    parameter = cloudformation["Parameters"]["SnapStart"]
+    assert (parameter["Default"], parameter["AllowedValues"]) == (
+        "PublishedVersions",
+        ["PublishedVersions", "None"],
+    )
     functions = resources("AWS::Lambda::Function")
     for name in SNAPSTART:
         properties = functions[name]["Properties"]
-        assert properties["SnapStart"] == {"ApplyOn": "PublishedVersions"}, name
+        assert properties["SnapStart"] == {"ApplyOn": {"Ref": "SnapStart"}}, name
         # SnapStart refuses more /tmp than 512 MB, and runs Python from 3.12.
         assert properties.get("EphemeralStorage", {"Size": 512})["Size"] <= 512, name
         version = tuple(int(n) for n in properties["Runtime"].removeprefix("python").split("."))

@@ -8,7 +8,13 @@ from collections import Counter
 import pytest
 
 from tidelog.storage import ItemAbsent, ObjectExistsError, Put, StorageUnavailableError
-from tidelog.storage.faults import FaultPlan, FaultyMetadataStore, FaultyObjectStore
+from tidelog.storage.faults import (
+    AWS_LATENCY,
+    FaultPlan,
+    FaultyMetadataStore,
+    FaultyObjectStore,
+    Latency,
+)
 from tidelog.storage.memory import MemoryMetadataStore, MemoryObjectStore
 
 SEED = random.randrange(2**32)
@@ -66,3 +72,39 @@ def test_a_resent_put_lands_once_and_answers_like_the_resend():
     with pytest.raises(ObjectExistsError):
         store.put("k", b"v")
     assert inner.get("k") == b"v"
+
+
+def test_the_aws_latency_profile_draws_its_percentiles():
+    """Each kind's draws have the median and 99th percentile it was fitted to (within the
+    sampling error of 20,000 draws), and transfer time grows with size."""
+    rng = random.Random(SEED)
+    for kind, latency in AWS_LATENCY.items():
+        draws = sorted(latency.draw(rng) * 1000 for _ in range(20_000))
+        p50, p99 = draws[10_000], draws[19_800]
+        assert p50 == pytest.approx(latency.p50_ms, rel=0.05), (kind, SEED)
+        assert p99 == pytest.approx(latency.p99_ms, rel=0.15), (kind, SEED)
+    put = AWS_LATENCY["s3.put"]
+    assert put.transfer(2**20) == pytest.approx(put.ms_per_mib / 1000)
+
+
+def test_every_call_waits_as_its_kind_does():
+    """The wrappers name each call's kind and size; a PUT's size is what it sends, a GET's
+    what it received."""
+    waits: list[float] = []
+    kinds = {kind: Latency(p50_ms=1, p99_ms=1.001, ms_per_mib=1000) for kind in AWS_LATENCY}
+    plan = FaultPlan(SEED, latency=kinds, sleep=waits.append)
+    objects = FaultyObjectStore(MemoryObjectStore(lambda: 0), plan)
+    meta = FaultyMetadataStore(MemoryMetadataStore(), plan)
+    objects.put("k", b"x" * 2**20)
+    assert objects.get("k", 0, 2**19) == b"x" * 2**19
+    objects.head("k")
+    meta.write(Put({"pk": "p", "sk": "s"}, ItemAbsent()))
+    meta.get("p", "s")
+    list(meta.query("p"))
+    meta.transact([Put({"pk": "p", "sk": "t"}, ItemAbsent())])
+    assert [round(w, 3) for w in waits] == [1.001, 0.501, 0.001, 0.001, 0.001, 0.001, 0.001]
+
+
+def test_a_plan_without_latency_never_sleeps():
+    plan = FaultPlan(SEED, sleep=lambda s: pytest.fail(f"slept {s}"))
+    FaultyObjectStore(MemoryObjectStore(lambda: 0), plan).put("k", b"v")

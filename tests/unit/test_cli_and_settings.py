@@ -59,3 +59,29 @@ def test_flushes_in_flight_are_at_least_one():
     for bad in ("0", "-1", "two"):
         with pytest.raises(ConfigurationError, match="TIDELOG_FLUSH_IN_FLIGHT"):
             Settings.from_env({**base, "TIDELOG_FLUSH_IN_FLIGHT": bad})
+
+
+def test_the_stores_run_under_a_named_fault_profile_or_none(monkeypatch):
+    base = {"TIDELOG_TABLE": "t", "TIDELOG_BUCKET": "b"}
+    assert Settings.from_env(base).faults == ""
+    profiled = Settings.from_env(
+        {**base, "TIDELOG_FAULTS": "aws-latency", "TIDELOG_FAULT_SEED": "7"}
+    )
+    assert (profiled.faults, profiled.fault_seed) == ("aws-latency", 7)
+    with pytest.raises(ConfigurationError, match="TIDELOG_FAULTS='slow' is not one of aws-latency"):
+        Settings.from_env({**base, "TIDELOG_FAULTS": "slow"})
+    from tidelog import runtime
+    from tidelog.storage.faults import AWS_LATENCY, FaultyMetadataStore, FaultyObjectStore
+
+    for name, value in {**base, "TIDELOG_FAULTS": "aws-latency", "TIDELOG_FAULT_SEED": "7"}.items():
+        monkeypatch.setenv(name, value)
+    runtime.reset()
+    try:
+        meta, objects = runtime.metadata_store(), runtime.object_store()
+        assert isinstance(meta, FaultyMetadataStore)
+        assert isinstance(objects, FaultyObjectStore)
+        assert meta.plan is objects.plan  # one seeded source for both
+        assert (meta.plan.seed, meta.plan.latency) == (7, AWS_LATENCY)
+    finally:
+        monkeypatch.delenv("TIDELOG_FAULTS")
+        runtime.reset()

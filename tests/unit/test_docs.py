@@ -11,7 +11,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 EXAMPLE = re.compile(r"```python\n(.*?)```", re.DOTALL)
 
 
-@pytest.mark.parametrize("page", ["core.md", "log.md"])
+@pytest.mark.parametrize("page", ["core.md", "cost.md", "log.md"])
 def test_python_examples_run(page, capsys):
     namespace: dict = {}
     blocks = EXAMPLE.findall((DOCS / page).read_text())

@@ -7,14 +7,21 @@ and the SDK's own retry sent it again, so the caller sees the second reply (412 
 PUT). DynamoDB transactions need no such fault: botocore fills in their ClientRequestToken once
 for all its retries, and DynamoDB answers a resend as it answered the first.
 Simulation tests print the seed so any failure can be replayed.
+
+A plan may also hold a *latency profile*: each call first waits as long as the same call takes
+on AWS, drawn from a log-normal distribution fitted to a p50 and a p99 (plus transfer time by
+size). ``AWS_LATENCY`` is S3 Standard and DynamoDB in one region, from published figures
+(docs/cost.md cites them); ``TIDELOG_FAULTS=aws-latency`` puts `tidelog dev` under it.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from tidelog.storage.errors import StorageUnavailableError
@@ -24,29 +31,88 @@ from tidelog.storage.objects import ObjectInfo, ObjectStore
 T = TypeVar("T")
 
 
+Z_99 = 2.3263  # the standard normal's 99th percentile
+
+
+@dataclass(frozen=True)
+class Latency:
+    """A call's latency: log-normal with this median and 99th percentile, plus ``ms_per_mib``
+    for each MiB sent or received."""
+
+    p50_ms: float
+    p99_ms: float
+    ms_per_mib: float = 0.0
+
+    def draw(self, rng: random.Random) -> float:
+        """Seconds, before any transfer."""
+        sigma = math.log(self.p99_ms / self.p50_ms) / Z_99
+        return rng.lognormvariate(math.log(self.p50_ms), sigma) / 1000
+
+    def transfer(self, size: int) -> float:
+        """Seconds to move ``size`` bytes."""
+        return self.ms_per_mib * size / 2**20 / 1000
+
+
+# S3 Standard and DynamoDB, called from Lambda in the same region (sources: docs/cost.md).
+AWS_LATENCY: Mapping[str, Latency] = {
+    "s3.put": Latency(p50_ms=60, p99_ms=250, ms_per_mib=12),
+    "s3.get": Latency(p50_ms=30, p99_ms=150, ms_per_mib=12),
+    "s3.head": Latency(p50_ms=20, p99_ms=100),
+    "s3.delete": Latency(p50_ms=25, p99_ms=120),
+    "s3.list": Latency(p50_ms=40, p99_ms=200),
+    "dynamodb.get": Latency(p50_ms=4, p99_ms=15),
+    "dynamodb.query": Latency(p50_ms=6, p99_ms=25),
+    "dynamodb.write": Latency(p50_ms=6, p99_ms=25),
+    "dynamodb.transact": Latency(p50_ms=12, p99_ms=45),
+}
+
+
 @dataclass
 class FaultPlan:
-    """How often calls fail. ``before``, ``after`` and ``resent`` are probabilities per call."""
+    """How often calls fail, and how long they take. ``before``, ``after`` and ``resent`` are
+    probabilities per call; ``latency`` maps a call's kind (``s3.put``, ``dynamodb.query``...)
+    to how long it waits first (``sleep``, injectable)."""
 
     seed: int
     before: float = 0.0
     after: float = 0.0
     resent: float = 0.0
+    latency: Mapping[str, Latency] = field(default_factory=dict)
+    sleep: Callable[[float], None] = time.sleep
 
     def __post_init__(self) -> None:
         self._random = random.Random(self.seed)  # noqa: S311 - replayable, not secret
         self._lock = threading.Lock()
         self.injected = 0
 
+    @classmethod
+    def aws_latency(cls, seed: int) -> FaultPlan:
+        """Every call as slow as on AWS, and none failing."""
+        return cls(seed, latency=AWS_LATENCY)
+
     def run(
-        self, what: str, call: Callable[[], T], *, mutates: bool, resendable: bool = False
+        self,
+        what: str,
+        call: Callable[[], T],
+        *,
+        mutates: bool,
+        resendable: bool = False,
+        kind: str = "",
+        size: int | Callable[[T], int] = 0,
     ) -> T:
+        """``size``: bytes sent, or how to count the bytes received from the result."""
         with self._lock:
             roll = self._random.random()
+            latency = self.latency.get(kind)
+            wait = latency.draw(self._random) if latency is not None else 0.0
+        if latency is not None and not callable(size):
+            self.sleep(wait + latency.transfer(size))
         if roll < self.before:
             self.injected += 1
             raise StorageUnavailableError(f"injected fault before {what} (seed {self.seed})")
         result = call()
+        if latency is not None and callable(size):
+            self.sleep(wait + latency.transfer(size(result)))
         if mutates and roll < self.before + self.after:
             self.injected += 1
             raise StorageUnavailableError(
@@ -69,20 +135,35 @@ class FaultyObjectStore:
             lambda: self.inner.put(key, body, if_absent=if_absent),
             mutates=True,
             resendable=True,
+            kind="s3.put",
+            size=len(body),
         )
 
     def get(self, key: str, start: int = 0, end: int | None = None) -> bytes:
-        return self.plan.run(f"GET {key}", lambda: self.inner.get(key, start, end), mutates=False)
+        return self.plan.run(
+            f"GET {key}",
+            lambda: self.inner.get(key, start, end),
+            mutates=False,
+            kind="s3.get",
+            size=len,
+        )
 
     def head(self, key: str) -> ObjectInfo | None:
-        return self.plan.run(f"HEAD {key}", lambda: self.inner.head(key), mutates=False)
+        return self.plan.run(
+            f"HEAD {key}", lambda: self.inner.head(key), mutates=False, kind="s3.head"
+        )
 
     def delete(self, key: str) -> None:
-        self.plan.run(f"DELETE {key}", lambda: self.inner.delete(key), mutates=True)
+        self.plan.run(
+            f"DELETE {key}", lambda: self.inner.delete(key), mutates=True, kind="s3.delete"
+        )
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
         return self.plan.run(
-            f"LIST {prefix}", lambda: iter(list(self.inner.list(prefix))), mutates=False
+            f"LIST {prefix}",
+            lambda: iter(list(self.inner.list(prefix))),
+            mutates=False,
+            kind="s3.list",
         )
 
 
@@ -92,11 +173,19 @@ class FaultyMetadataStore:
         self.plan = plan
 
     def get(self, pk: str, sk: str) -> Item | None:
-        return self.plan.run(f"GetItem {pk}/{sk}", lambda: self.inner.get(pk, sk), mutates=False)
+        return self.plan.run(
+            f"GetItem {pk}/{sk}",
+            lambda: self.inner.get(pk, sk),
+            mutates=False,
+            kind="dynamodb.get",
+        )
 
     def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Item]:
         return self.plan.run(
-            f"BatchGetItem {len(keys)} keys", lambda: self.inner.get_many(keys), mutates=False
+            f"BatchGetItem {len(keys)} keys",
+            lambda: self.inner.get_many(keys),
+            mutates=False,
+            kind="dynamodb.get",
         )
 
     def query(
@@ -118,12 +207,20 @@ class FaultyMetadataStore:
                 )
             )
 
-        return self.plan.run(f"Query {pk}", call, mutates=False)
+        return self.plan.run(f"Query {pk}", call, mutates=False, kind="dynamodb.query")
 
     def write(self, op: Put | Delete) -> None:
-        self.plan.run(f"{type(op).__name__} {op.key}", lambda: self.inner.write(op), mutates=True)
+        self.plan.run(
+            f"{type(op).__name__} {op.key}",
+            lambda: self.inner.write(op),
+            mutates=True,
+            kind="dynamodb.write",
+        )
 
     def transact(self, ops: Sequence[Write]) -> None:
         self.plan.run(
-            f"TransactWriteItems x{len(ops)}", lambda: self.inner.transact(ops), mutates=True
+            f"TransactWriteItems x{len(ops)}",
+            lambda: self.inner.transact(ops),
+            mutates=True,
+            kind="dynamodb.transact",
         )
