@@ -11,6 +11,7 @@ from pathlib import Path
 
 from benchmarks import (
     aws_latency,
+    baselines,
     client,
     coldstart,
     core,
@@ -28,6 +29,7 @@ MODULES = [
     core,
     produce,
     fetch,
+    baselines,
     json_api,
     coldstart,
     aws_latency,

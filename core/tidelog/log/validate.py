@@ -98,17 +98,16 @@ def _validate(
     records = batch.validate()
     if not records:
         raise InvalidRecordError("a produced batch must hold at least one record")
-    if batch.last_offset_delta != len(records) - 1 or any(
-        r.offset != batch.base_offset + i for i, r in enumerate(records)
-    ):
+    # validate() found the offset deltas strictly increasing within 0..lastOffsetDelta: with
+    # as many records as lastOffsetDelta + 1, they are exactly 0, 1, 2, ...
+    if batch.last_offset_delta != len(records) - 1:
         raise InvalidRecordError("produced record offsets must run 0, 1, 2, ... within a batch")
     if require_keys and any(r.key is None for r in records):
         raise InvalidRecordError(KEYLESS_ON_COMPACTED)
-    if any(r.timestamp < 0 for r in records):
+    timestamps = [r.timestamp for r in records]
+    if min(timestamps) < 0:
         raise InvalidTimestampError("record timestamps must not be negative")
-    if batch.timestamp_type == "create" and batch.max_timestamp != max(
-        r.timestamp for r in records
-    ):
+    if batch.timestamp_type == "create" and batch.max_timestamp != max(timestamps):
         raise InvalidTimestampError("the batch's maxTimestamp does not match its records")
     if batch.producer_id >= 0 and (batch.producer_epoch < 0 or batch.base_sequence < 0):
         raise InvalidRecordError("an idempotent batch needs a producer epoch and base sequence")
@@ -116,7 +115,7 @@ def _validate(
 
 
 def _produced(batch: RecordBatch, record_count: int, log_append_time: int | None) -> ProducedBatch:
-    data = bytes(batch.buffer)
+    data = batch.to_bytes()
     if log_append_time is not None:
         data = with_log_append_time(data, log_append_time)
     return ProducedBatch(

@@ -217,6 +217,12 @@ class RecordBatch:
         """The batch's bytes, exactly as stored."""
         return memoryview(self._buf)[self._pos : self._pos + self.size_in_bytes]
 
+    def to_bytes(self) -> bytes:
+        """The batch's bytes as ``bytes``: its buffer itself when the batch is all of it."""
+        if type(self._buf) is bytes and self._pos == 0 and len(self._buf) == self.size_in_bytes:
+            return self._buf
+        return bytes(self.buffer)
+
     def computed_crc(self) -> int:
         start = self._pos + ATTRIBUTES_OFFSET
         return crc32c(memoryview(self._buf)[start : self._pos + self.size_in_bytes])
@@ -257,12 +263,22 @@ class RecordBatch:
     ) -> list[Record]:
         """The records, offsets absolute. With LogAppendTime every record carries the batch's
         maxTimestamp, as Kafka's readers do."""
-        start = self._pos + HEADER_SIZE
-        body = bytes(memoryview(self._buf)[start : self._pos + self.size_in_bytes])
+        start, end = self._pos + HEADER_SIZE, self._pos + self.size_in_bytes
+        log_append = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_BIT else None
         codec = self.attributes & COMPRESSION_MASK
+        if not codec and type(self._buf) is bytes:  # decoded where it lies: no copy
+            return decode_records(
+                self._buf,
+                self.record_count,
+                self.base_offset,
+                self.base_timestamp,
+                log_append,
+                start=start,
+                end=end,
+            )
+        body = bytes(memoryview(self._buf)[start:end])
         if codec:
             body = codecs.decompress(codecs.codec_name(codec), body, decompressed_limit)
-        log_append = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_BIT else None
         return decode_records(
             body, self.record_count, self.base_offset, self.base_timestamp, log_append
         )
@@ -287,8 +303,11 @@ def decode_records(  # noqa: PLR0912, PLR0915 - the hot loop, inlined on purpose
     base_offset: int,
     base_timestamp: int,
     log_append_time: int | None = None,
+    *,
+    start: int = 0,
+    end: int | None = None,
 ) -> list[Record]:
-    """``count`` records from ``data`` (decompressed), which they must fill exactly.
+    """``count`` records from ``data[start:end]`` (decompressed), which they must fill exactly.
 
     The hot loop of every consumer, written for speed: varints of one and two bytes (lengths up
     to 8 KiB, small deltas: nearly all of them) are decoded inline, the two-byte form only when
@@ -298,8 +317,9 @@ def decode_records(  # noqa: PLR0912, PLR0915 - the hot loop, inlined on purpose
     new_record = Record._make
     out: list[Record] = []
     append = out.append
-    end = len(data)
-    pos = 0
+    if end is None:
+        end = len(data)
+    pos = start
     try:
         for _ in range(count):
             # length
