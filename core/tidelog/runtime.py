@@ -109,7 +109,9 @@ def fault_plan() -> FaultPlan | None:
         return None
     from tidelog.storage.faults import FaultPlan  # noqa: PLC0415
 
-    seed = config.fault_seed if config.fault_seed is not None else random.randrange(2**32)  # noqa: S311 - a seed to replay
+    seed = config.fault_seed
+    if seed is None:
+        seed = random.randrange(2**32)  # noqa: S311 - a seed to replay, not a secret
     logging.getLogger(__name__).warning(
         "stores under the %s profile (TIDELOG_FAULT_SEED=%d replays it)", config.faults, seed
     )
