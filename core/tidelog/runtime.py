@@ -183,15 +183,16 @@ def log_reader() -> LogReader:
     if config.cache_bytes > 0:
         claims.claim(config.cache_dir, "TIDELOG_CACHE_DIR")
         cache = ObjectCache(config.cache_dir, config.cache_bytes, objects.get)
-    # A long-running host (group commit on) reads flush objects whole and remembers the index
-    # entries it read lately: see ObjectCache and IndexCache.
+    # A long-running host (group commit on) reads flush objects whole (see ObjectCache). Every
+    # host remembers the index entries it read lately (IndexCache): a warm Lambda environment
+    # serving a consumer's next fetch skips the index query as an agent does.
     long_running = config.flush_ms > 0
     return LogReader(
         metadata_store(),
         objects,
         cache,
         whole_objects=long_running,
-        index_cache=IndexCache(lambda: time.monotonic_ns() // 1_000_000) if long_running else None,
+        index_cache=IndexCache(lambda: time.monotonic_ns() // 1_000_000),
     )
 
 

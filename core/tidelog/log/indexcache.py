@@ -1,5 +1,6 @@
-"""A long-running host's memory of index entries it read lately, so a consumer working through
-a backlog does not query the index again for entries its last fetch's page already brought.
+"""A host's memory of index entries it read lately (a long-running agent's, or a warm Lambda
+environment's), so a consumer working through a backlog does not query the index again for
+entries its last fetch's page already brought.
 
 Safe because an entry only ever stops being used, never changes its meaning: a roll or a
 compaction replaces it with one pointing elsewhere, and the object it names is collected only
