@@ -15,7 +15,6 @@ import json
 import statistics
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +24,7 @@ from tests.support import devserver
 
 from benchmarks.groups import _join_to_stable
 from benchmarks.inprocess import ROOT
-from benchmarks.report import Section
+from benchmarks.report import Section, end_to_end
 
 PRODUCES = 400
 END_TO_END = 60
@@ -66,36 +65,19 @@ def _produce_latencies(api: str) -> list[float]:
 
 def _end_to_end(api: str) -> list[float]:
     """From a produce request's start to a long-polling consumer holding the record."""
-    sent: dict[int, float] = {}
-    received: dict[int, float] = {}
     start = _get(api, "/v1/topics/e2e/partitions/0/offsets?at=latest")["offset"]
-    done = threading.Event()
-
-    def consume() -> None:
-        offset = start
-        while not done.is_set():
-            answer = _get(
-                api, f"/v1/topics/e2e/partitions/0/records?offset={offset}&max_wait_ms=2000"
-            )
-            now = time.perf_counter()
-            for record in answer["records"]:
-                received[record["offset"]] = now
-            offset = answer["next_offset"]
-
-    consumer = threading.Thread(target=consume, daemon=True)
-    consumer.start()
-    time.sleep(0.5)  # the consumer is waiting at the end
-    for i in range(END_TO_END):
-        began = time.perf_counter()
-        answer = _post(api, "/v1/topics/e2e/records", {"records": [{"value": f"e{i}"}]})
-        sent[answer["offsets"][0]["offset"]] = began
-        time.sleep(0.05)
-    deadline = time.perf_counter() + 30
-    while len(received) < len(sent) and time.perf_counter() < deadline:
-        time.sleep(0.05)
-    done.set()
-    consumer.join(timeout=5)
-    return [(received[offset] - began) * 1000 for offset, began in sent.items()]
+    return end_to_end(
+        lambda i: int(
+            _post(api, "/v1/topics/e2e/records", {"records": [{"value": f"e{i}"}]})["offsets"][0][
+                "offset"
+            ]
+        ),
+        lambda offset: _get(
+            api, f"/v1/topics/e2e/partitions/0/records?offset={offset}&max_wait_ms=2000"
+        ),
+        start,
+        END_TO_END,
+    )
 
 
 def _measure(env: dict[str, str], progress: Any) -> dict[str, Any]:

@@ -15,9 +15,6 @@ from __future__ import annotations
 
 import os
 import statistics
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 import urllib.request
@@ -27,7 +24,7 @@ from typing import Any
 from werkzeug.serving import make_server
 
 from benchmarks.fetch import _reset_cache
-from benchmarks.inprocess import ROOT
+from benchmarks.inprocess import ROOT, fresh_cpu_ms
 from benchmarks.produce import _post, _topic, batch_bytes
 from benchmarks.report import Section
 from tidelog import aws
@@ -126,20 +123,6 @@ def _fetch(api: str, body: bytes) -> tuple[float, ...]:
     return _side_by_side(ours, thin)
 
 
-def _handler_cpu_ms(body: bytes) -> float:
-    with tempfile.NamedTemporaryFile(suffix=".batch") as batch:
-        batch.write(body)
-        batch.flush()
-        result = subprocess.run(
-            [sys.executable, "-m", "benchmarks.inprocess", "cpu-batch", batch.name],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    return float(result.stdout.strip().splitlines()[-1])
-
-
 def _botocore_cpu_ms(server: dev.DevServer, body: bytes, puts: int = 20) -> float:
     """CPU milliseconds of the calling thread per PUT of ``body`` (tidelog's client settings):
     botocore's serializing, signing and sending. The emulator serves it on threads of its own,
@@ -170,7 +153,7 @@ def run(progress: Any = print) -> Section:
         progress("  CPU per MiB")
         body = batch_bytes(4000)
         mib = len(body) / 2**20
-        handler = _handler_cpu_ms(body) / mib
+        handler = fresh_cpu_ms(body) / mib
         client = _botocore_cpu_ms(server, body) / mib
         section.rows.append(
             (

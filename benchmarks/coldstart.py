@@ -12,7 +12,6 @@ real first request needs is timed as a row of its own. Modes alternate, seven ro
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import json
 import os
@@ -30,16 +29,6 @@ ROOT = Path(__file__).resolve().parents[1]
 ROUNDS = 7
 MODES = ("bare", "tidelog", "tidelog+clients", "snapstart")
 BODY = json.dumps({"records": [{"key": "user-1", "value": "click"}]}).encode()
-
-
-def _load(name: str, path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _memory_stores() -> None:
@@ -63,7 +52,7 @@ def measure(mode: str) -> dict[str, float]:
         AWS_SECRET_ACCESS_KEY="test",
         AWS_ENDPOINT_URL="http://127.0.0.1:9",  # nothing listens: no phase may call AWS
     )
-    from benchmarks.inprocess import Context, event  # noqa: PLC0415 - not part of the timing
+    from benchmarks.inprocess import Context, event, load_module  # noqa: PLC0415 - untimed
 
     request = event(
         "/v1/topics/{topic}/records",
@@ -76,9 +65,9 @@ def measure(mode: str) -> dict[str, float]:
     phases: dict[str, float] = {}
     start = time.perf_counter()
     if mode == "bare":
-        app = _load("bare_handler", ROOT / "benchmarks/bare_handler.py")
+        app = load_module("bare_handler", ROOT / "benchmarks/bare_handler.py")
     else:
-        app = _load("produce_app", ROOT / "functions/produce/app.py")
+        app = load_module("produce_app", ROOT / "functions/produce/app.py")
     phases["import"] = (time.perf_counter() - start) * 1000
     if mode == "snapstart":
         from snapshot_restore_py import (  # noqa: PLC0415

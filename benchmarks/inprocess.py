@@ -18,6 +18,7 @@ import importlib.util
 import io
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -167,13 +168,14 @@ def cpu_ms(body: bytes, kind: str = "batch", warmup: int = 3, requests: int = 20
         return (time.process_time() - start) / requests * 1000
 
 
-def aws_latency(seed: int, produces: int = 300, end_to_end: int = 60) -> dict[str, list[float]]:
+def aws_latency(
+    seed: int, produces: int = 300, end_to_end_records: int = 60
+) -> dict[str, list[float]]:
     """The produce and fetch handlers on in-memory stores under the aws-latency profile: what
     tidelog's own code adds to AWS's latencies, with no emulator's CPU in the way. Latencies
     in ms: single-record JSON produces one after another (a Lambda environment serves one
     request at a time), and produce -> long-poll fetch (the fetch function's own thread)."""
-    import threading  # noqa: PLC0415
-
+    from benchmarks.report import end_to_end  # noqa: PLC0415
     from tidelog import runtime  # noqa: PLC0415
     from tidelog.storage.faults import FaultPlan, FaultyMetadataStore, FaultyObjectStore  # noqa: PLC0415
 
@@ -183,7 +185,7 @@ def aws_latency(seed: int, produces: int = 300, end_to_end: int = 60) -> dict[st
     slow_meta, slow_objects = FaultyMetadataStore(meta, plan), FaultyObjectStore(objects, plan)
     runtime.metadata_store = lambda: slow_meta  # type: ignore[assignment]
     runtime.object_store = lambda: slow_objects  # type: ignore[assignment]
-    fetch = _load("fetch_app", ROOT / "functions/fetch/app.py")
+    fetch = load_module("fetch_app", ROOT / "functions/fetch/app.py")
     runtime.topics().create("t", 6, {})
     runtime.topics().create("e2e", 1, {})
 
@@ -219,37 +221,19 @@ def aws_latency(seed: int, produces: int = 300, end_to_end: int = 60) -> dict[st
         )
         return json.loads(fetch.handler(request, Context())["body"])
 
-    sent: dict[int, float] = {}
-    received: dict[int, float] = {}
-    done = threading.Event()
-
-    def consume() -> None:
-        offset = 0
-        while not done.is_set():
-            answer = fetch_from(offset)
-            now = time.perf_counter()
-            for record in answer["records"]:
-                received[record["offset"]] = now
-            offset = answer["next_offset"]
-
     with contextlib.redirect_stdout(io.StringIO()):
         produced = [produce("t", i)[0] for i in range(produces)]
-        consumer = threading.Thread(target=consume, daemon=True)
-        consumer.start()
-        for i in range(end_to_end):
-            began = time.perf_counter()
-            _, answer = produce("e2e", i)
-            sent[answer["offsets"][0]["offset"]] = began
-            time.sleep(0.05)
-        deadline = time.perf_counter() + 30
-        while len(received) < len(sent) and time.perf_counter() < deadline:
-            time.sleep(0.05)
-        done.set()
-    e2e = [(received[offset] - began) * 1000 for offset, began in sent.items()]
+        e2e = end_to_end(
+            lambda i: int(produce("e2e", i)[1]["offsets"][0]["offset"]),
+            fetch_from,
+            0,
+            end_to_end_records,
+        )
     return {"produce": produced, "e2e": e2e}
 
 
-def _load(name: str, path: Path) -> ModuleType:
+def load_module(name: str, path: Path) -> ModuleType:
+    """A handler module loaded as Lambda loads it (its models resolve through sys.modules)."""
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None
     assert spec.loader is not None
@@ -257,6 +241,22 @@ def _load(name: str, path: Path) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def fresh_cpu_ms(body: bytes, kind: str = "batch") -> float:
+    """:func:`cpu_ms` in an interpreter of its own (nothing else counted): the produce handler's
+    CPU milliseconds per request posting ``body``, a raw batch or (``kind`` "json") JSON."""
+    with tempfile.NamedTemporaryFile(suffix=f".{kind}") as file:
+        file.write(body)
+        file.flush()
+        result = subprocess.run(
+            [sys.executable, "-m", "benchmarks.inprocess", f"cpu-{kind}", file.name],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    return float(result.stdout.strip().splitlines()[-1])
 
 
 if __name__ == "__main__":

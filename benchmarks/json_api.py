@@ -17,22 +17,18 @@ import http.client
 import json
 import os
 import statistics
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 from tests.support import devserver
 
+from benchmarks.inprocess import fresh_cpu_ms
 from benchmarks.report import Section
 from tidelog.records import RecordBatchBuilder, iter_batches
 
-ROOT = Path(__file__).resolve().parents[1]
 RECORDS = 1000  # a request
 CLIENTS = 4
 PARTITIONS = 6
@@ -149,23 +145,12 @@ def _fetch(client: _Client) -> tuple[float, ...]:
 
 
 def _handler_cpu_ms(kind: str) -> float:
-    """CPU per 1,000-record produce request, in a fresh interpreter (benchmarks.inprocess)."""
-    with tempfile.NamedTemporaryFile(suffix=".body") as body:
-        value = _value()
-        if kind == "json":
-            records = [{"key": f"user-{i}", "value": value.decode()} for i in range(RECORDS)]
-            body.write(json.dumps({"records": records}).encode())
-        else:
-            body.write(_batch(range(RECORDS), value))
-        body.flush()
-        result = subprocess.run(
-            [sys.executable, "-m", "benchmarks.inprocess", f"cpu-{kind}", body.name],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    return float(result.stdout.strip().splitlines()[-1])
+    """CPU per 1,000-record produce request, in a fresh interpreter."""
+    value = _value()
+    if kind == "json":
+        records = [{"key": f"user-{i}", "value": value.decode()} for i in range(RECORDS)]
+        return fresh_cpu_ms(json.dumps({"records": records}).encode(), "json")
+    return fresh_cpu_ms(_batch(range(RECORDS), value))
 
 
 def run(progress: Any = print) -> Section:

@@ -11,22 +11,18 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import tempfile
 import time
 import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
+from benchmarks.inprocess import fresh_cpu_ms
 from benchmarks.report import Section
 from tidelog.local import dev
 from tidelog.local.stack import aws_client
 from tidelog.records import RecordBatchBuilder
 
-ROOT = Path(__file__).resolve().parents[1]
 RECORD = 1024
 T0 = 1_700_000_000_000
 
@@ -132,22 +128,6 @@ def _puts_per_gib(server: dev.DevServer, body: bytes, clients: int, requests: in
     return (count() - before) / gib
 
 
-def _handler_cpu_ms(body: bytes) -> float:
-    """CPU per request of the produce handler on in-memory stores: validation, staging,
-    object assembly and commit planning, with no AWS call in the way."""
-    with tempfile.NamedTemporaryFile(suffix=".batch") as batch:
-        batch.write(body)
-        batch.flush()
-        result = subprocess.run(
-            [sys.executable, "-m", "benchmarks.inprocess", "cpu-batch", batch.name],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    return float(result.stdout.strip().splitlines()[-1])
-
-
 def run(progress: Any = print) -> Section:
     section = Section(
         "The produce path",
@@ -198,7 +178,7 @@ def run(progress: Any = print) -> Section:
         )
     )
     progress("  handler CPU")
-    cpu = _handler_cpu_ms(body)
+    cpu = fresh_cpu_ms(body)
     section.rows.append(
         (
             "handler CPU per 1 MiB request, stores in memory",

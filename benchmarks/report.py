@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -52,3 +54,42 @@ def rate(
             total = sum(pool.map(worker, range(threads)))
         results.append(total / (time.perf_counter() - start))
     return statistics.median(results)
+
+
+def end_to_end(
+    produce_one: Callable[[int], int],
+    fetch_from: Callable[[int], Any],
+    start: int,
+    records: int,
+    *,
+    pause_s: float = 0.05,
+) -> list[float]:
+    """Milliseconds from each of ``records`` produce calls' start (``produce_one(i)`` answers the
+    record's offset) to a consumer long-polling from ``start`` on its own thread
+    (``fetch_from(offset)`` answers the JSON fetch response) holding the record."""
+    sent: dict[int, float] = {}
+    received: dict[int, float] = {}
+    done = threading.Event()
+
+    def consume() -> None:
+        offset = start
+        while not done.is_set():
+            answer = fetch_from(offset)
+            now = time.perf_counter()
+            for record in answer["records"]:
+                received[record["offset"]] = now
+            offset = answer["next_offset"]
+
+    consumer = threading.Thread(target=consume, daemon=True)
+    consumer.start()
+    time.sleep(0.5)  # the consumer is waiting at the end
+    for i in range(records):
+        began = time.perf_counter()
+        sent[produce_one(i)] = began
+        time.sleep(pause_s)
+    deadline = time.perf_counter() + 30
+    while len(received) < len(sent) and time.perf_counter() < deadline:
+        time.sleep(0.05)
+    done.set()
+    consumer.join(timeout=5)
+    return [(received[offset] - began) * 1000 for offset, began in sent.items()]
