@@ -52,7 +52,7 @@ THIN = FunctionSpec(
 
 def _beside(server: dev.DevServer) -> tuple[Any, str]:
     """A gateway serving tidelog's routes and the thin function's, on a server of its own."""
-    tidelog: Gateway = server.api.app  # type: ignore[attr-defined]
+    tidelog = server.gateway
     thin = FunctionRuntime(THIN, "arn:aws:lambda:us-east-1:123456789012:function:thin")
     both = Gateway(
         [*tidelog.router.routes, *THIN.routes],

@@ -7,7 +7,15 @@ import os
 import sys
 from collections.abc import Sequence
 
-from tidelog import __version__, cli_bench, cli_doctor, cli_groups, cli_records, cli_topics
+from tidelog import (
+    __version__,
+    cli_bench,
+    cli_console,
+    cli_doctor,
+    cli_groups,
+    cli_records,
+    cli_topics,
+)
 
 
 def _port(name: str, default: int) -> int:
@@ -114,6 +122,7 @@ def parser() -> argparse.ArgumentParser:
     cli_groups.add_commands(commands)
     cli_bench.add_commands(commands)
     cli_doctor.add_command(commands)
+    cli_console.add_command(commands)
     return top
 
 
@@ -136,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_bench.run(args)
     if args.command == "doctor":
         return cli_doctor.run(args)
+    if args.command == "console":
+        return cli_console.run(args)
     try:
         from tidelog.local import dev, openapi  # noqa: PLC0415 - the local extra, on demand
     except ImportError as exc:

@@ -4,52 +4,21 @@ escaped paths included, and every refusal reaches the caller with its Kafka name
 
 from __future__ import annotations
 
-import json
-import threading
-
 import httpx2
 import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
-from werkzeug.serving import make_server
+from tests.support.signing import KEY, SECRET, signing_gateway
 
 from tidelog.client import AuthorizationError, Http
-from tidelog.local.dev import iam_authorizer, local_keys
-from tidelog.local.gateway import Gateway
-from tidelog.local.template import Route
-
-KEY, SECRET = "AKIDCLIENTTEST", "client-secret"
-ROUTES = [
-    Route("GET", "/v1/topics/{topic}", "Admin"),
-    Route("POST", "/v1/topics/{topic}/partitions/{partition}/batches", "Produce"),
-]
-
-
-class Echo:
-    def __init__(self):
-        self.events = []
-
-    def invoke(self, event):
-        self.events.append(event)
-        return {"statusCode": 200, "body": json.dumps({"path": event["path"]})}
+from tidelog.local.dev import local_keys
 
 
 @pytest.fixture(scope="module")
 def server(template):
-    echo = Echo()
-    gateway = Gateway(
-        ROUTES,
-        {"Admin": echo, "Produce": echo},
-        binary_media_types=["application/vnd.kafka.record-batch"],
-        stage="live",
-        responses=template.gateway_responses(),
-        authorizer=iam_authorizer({KEY: SECRET}, "us-east-1"),
-    )
-    httpd = make_server("127.0.0.1", 0, gateway, threaded=True)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.port}", echo
+    httpd, url, echo = signing_gateway(template)
+    yield url, echo
     httpd.shutdown()
 
 

@@ -12,7 +12,9 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import FrameType
+from typing import TYPE_CHECKING
 
+from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from tidelog import __version__, collector, malloc, runtime
@@ -27,6 +29,9 @@ from tidelog.local.sigv4 import Refusal, SignedRequest
 from tidelog.local.stack import Stack, deploy
 from tidelog.local.template import Template
 
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIApplication
+
 
 @dataclass
 class DevServer:
@@ -38,6 +43,7 @@ class DevServer:
     thread: threading.Thread
     scheduler: Scheduler
     agent: Agent
+    gateway: Gateway
 
     @property
     def api_url(self) -> str:
@@ -89,6 +95,7 @@ def start(
             authorizer=iam_authorizer(iam_keys, region) if iam_keys is not None else None,
         )
         api = make_server(host, api_port, gateway, threaded=True)
+        api.app = _with_console(gateway, api, signed=iam_keys is not None, region=region)
         agent = Agent(host, kafka_port)
         agent.start()
     except BaseException:
@@ -99,7 +106,21 @@ def start(
     scheduler = Scheduler.for_runtimes(list(stack.runtimes.values()), speedup=schedule_speedup)
     scheduler.start()
     collector.freeze_startup_objects()
-    return DevServer(emulator, stack, api, thread, scheduler, agent)
+    return DevServer(emulator, stack, api, thread, scheduler, agent, gateway)
+
+
+def _with_console(
+    gateway: Gateway, api: BaseWSGIServer, *, signed: bool, region: str
+) -> WSGIApplication:
+    """The gateway, with the console (docs/console.md) at /console, calling the API through
+    its own proxy: unsigned, or signed with this environment's key under ``--iam-auth``."""
+    try:
+        from tidelog.client.http import Http  # noqa: PLC0415 - the client extra
+        from tidelog.console.server import Console  # noqa: PLC0415
+    except ImportError:
+        return gateway  # without the client extra: the API alone
+    http = Http(f"http://{api.host}:{api.port}", sign=signed, region=region)
+    return DispatcherMiddleware(gateway, {"/console": Console(http)})
 
 
 def run(

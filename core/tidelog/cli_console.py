@@ -1,0 +1,48 @@
+"""`tidelog console`: serve the console on this machine, onto any tidelog API."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from tidelog.cli_topics import connection, connection_options
+
+DEFAULT_PORT = 8090
+
+
+def add_command(commands: Any) -> None:
+    console = commands.add_parser(
+        "console",
+        help="topics, messages and consumer lag in the browser, signed with this machine's "
+        "credentials (docs/console.md)",
+    )
+    console.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port on 127.0.0.1 (default {DEFAULT_PORT})"
+    )
+    connection_options(console)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from werkzeug.serving import run_simple  # noqa: PLC0415 - the console extra
+
+        from tidelog.client.http import Http  # noqa: PLC0415
+        from tidelog.console.server import Console  # noqa: PLC0415
+    except ImportError as exc:
+        print(f"tidelog console needs: pip install 'tidelog[console]' ({exc})", file=sys.stderr)
+        return 2
+    try:
+        http = Http(**connection(args))
+    except (ValueError, LookupError) as exc:
+        print(f"tidelog console: {exc}", file=sys.stderr)
+        return 1
+    signed = "signed" if http.endpoint.sign else "unsigned"
+    print(
+        f"tidelog console on http://127.0.0.1:{args.port}/ - the API at {http.endpoint.url} "
+        f"({signed}; {http.endpoint.source})",
+        flush=True,
+    )
+    # Loopback only: the proxy acts with this machine's credentials.
+    run_simple("127.0.0.1", args.port, Console(http), threaded=True)
+    return 0

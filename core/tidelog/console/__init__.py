@@ -1,0 +1,1 @@
+"""`tidelog console`: topics, messages and consumer lag in the browser (docs/console.md)."""
