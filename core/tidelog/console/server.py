@@ -19,6 +19,7 @@ import json
 import mimetypes
 from collections.abc import Callable, Iterable
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -39,12 +40,19 @@ StartResponse = Callable[..., Any]
 
 
 def static_files() -> dict[str, bytes]:
-    """The console's files by URL path, read once from the package."""
-    root = resources.files("tidelog.console") / "static"
-    files = {}
-    for entry in root.iterdir():
-        if entry.is_file() and not entry.name.startswith("."):
-            files[f"/{entry.name}"] = entry.read_bytes()
+    """The console's files by URL path, read once from the package (``vendor/`` included)."""
+    files: dict[str, bytes] = {}
+
+    def add(folder: Traversable, prefix: str) -> None:
+        for entry in folder.iterdir():
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir():
+                add(entry, f"{prefix}{entry.name}/")
+            else:
+                files[f"{prefix}{entry.name}"] = entry.read_bytes()
+
+    add(resources.files("tidelog.console") / "static", "/")
     files["/"] = files["/index.html"]
     return files
 

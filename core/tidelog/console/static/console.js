@@ -86,9 +86,12 @@ async function topicsScreen() {
     const head = element("tr", {}, ...COLUMNS.map((column) => {
       const sorted = order.key === column.key;
       const button = element("button", { type: "button" }, column.label);
+      button.dataset.key = column.key;
       button.addEventListener("click", () => {
         order = { key: column.key, descending: sorted && !order.descending };
         render();
+        // The header is drawn anew: keep the keyboard on the column just sorted.
+        table.querySelector(`th button[data-key="${column.key}"]`).focus();
       });
       return element("th", {
         scope: "col",
