@@ -100,7 +100,9 @@ async function topicsScreen() {
       }, button);
     }));
     const body = shown.map((row) => element("tr", {}, ...COLUMNS.map((column) =>
-      element("td", { class: column.number ? "number" : "" }, String(row[column.key])))));
+      element("td", { class: column.number ? "number" : "" }, column.key === "name"
+        ? element("a", { href: `#/topics/${encodeURIComponent(row.name)}` }, row.name)
+        : String(row[column.key])))));
     table.replaceChildren(element("thead", {}, head), element("tbody", {}, ...body));
     count.textContent = rows.length === 0
       ? "No topics yet: create one with `tidelog topic create NAME` or the API."
@@ -116,11 +118,259 @@ async function topicsScreen() {
   );
 }
 
-const SCREENS = { "#/topics": topicsScreen };
+// -- messages -----------------------------------------------------------------------------
+
+const MAX_ROWS = 500; // rows on the page at most: a large topic never freezes it
+const MAX_SHOWN = 2048; // characters of a key or value shown in a cell
+
+// Kafka's murmur2 (seed 0x9747b28c), as the default partitioner hashes keys: a key search reads
+// only the partition the key lives in.
+export function murmur2(bytes) {
+  const m = 0x5bd1e995;
+  let h = (0x9747b28c ^ bytes.length) >>> 0;
+  const blocks = bytes.length >> 2;
+  for (let i = 0; i < blocks; i++) {
+    let k = (bytes[4 * i] | (bytes[4 * i + 1] << 8) | (bytes[4 * i + 2] << 16)
+      | (bytes[4 * i + 3] << 24)) >>> 0;
+    k = Math.imul(k, m) >>> 0;
+    k = (k ^ (k >>> 24)) >>> 0;
+    k = Math.imul(k, m) >>> 0;
+    h = (Math.imul(h, m) ^ k) >>> 0;
+  }
+  const tail = bytes.length & 3;
+  const at = blocks * 4;
+  if (tail === 3) h = (h ^ (bytes[at + 2] << 16)) >>> 0;
+  if (tail >= 2) h = (h ^ (bytes[at + 1] << 8)) >>> 0;
+  if (tail >= 1) h = Math.imul((h ^ bytes[at]) >>> 0, m) >>> 0;
+  h = (h ^ (h >>> 13)) >>> 0;
+  h = Math.imul(h, m) >>> 0;
+  h = (h ^ (h >>> 15)) >>> 0;
+  return h | 0; // signed, as Kafka's
+}
+
+export function partitionForKey(key, partitions) {
+  return (murmur2(new TextEncoder().encode(key)) & 0x7fffffff) % partitions;
+}
+
+function decoded(base64) {
+  if (base64 === null) return null;
+  return Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+}
+
+function hex(bytes) {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join(" ");
+}
+
+function shown(bytes, mode) {
+  if (bytes === null) return element("span", { class: "muted" }, "null");
+  if (mode === "hex") return element("code", {}, clip(hex(bytes)));
+  let text;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    return element("code", { title: "not UTF-8: shown as hex" }, clip(hex(bytes)));
+  }
+  if (mode === "json") {
+    try {
+      return element("pre", {}, clip(JSON.stringify(JSON.parse(text), null, 2)));
+    } catch {
+      // not JSON: the text as it is
+    }
+  }
+  return element("span", {}, clip(text));
+}
+
+function clip(text) {
+  return text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}… (${text.length} chars)` : text;
+}
+
+async function startOffsets(topic, partitions, how, value) {
+  const described = await api(`/v1/topics/${encodeURIComponent(topic)}`);
+  const bounds = new Map(described.partitions.map((p) => [p.partition, p]));
+  const starts = new Map();
+  for (const partition of partitions) {
+    const { log_start_offset: first, high_watermark: end } = bounds.get(partition);
+    if (how === "newest") {
+      starts.set(partition, Math.max(first, end - Number(value)));
+    } else if (how === "offset") {
+      starts.set(partition, Math.min(Math.max(first, Number(value)), end));
+    } else {
+      const at = new Date(value).getTime();
+      const found = await api(`/v1/topics/${encodeURIComponent(topic)}/partitions/${partition}`
+        + `/offsets?at=${at}`);
+      starts.set(partition, found.offset < 0 ? end : found.offset);
+    }
+  }
+  return { starts, ends: new Map([...bounds].map(([p, b]) => [p, b.high_watermark])) };
+}
+
+async function fetchFrom(topic, positions, waitMs = 0) {
+  const answer = await api("/v1/fetch", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({
+      partitions: [...positions].map(([partition, offset]) => ({ topic, partition, offset })),
+      encoding: "base64",
+      max_wait_ms: waitMs,
+    }),
+  });
+  const records = [];
+  for (const response of answer.responses) {
+    if (response.error) {
+      const error = new Error(response.message);
+      error.kafka = response.error;
+      throw error;
+    }
+    positions.set(response.partition, response.next_offset);
+    for (const record of response.records) records.push({ partition: response.partition, ...record });
+  }
+  return records;
+}
+
+let following = 0; // the live tail's generation: a new read or screen ends the one before
+
+async function messagesScreen(topic) {
+  following += 1;
+  let partitions;
+  try {
+    ({ partitions } = await api(`/v1/topics/${encodeURIComponent(topic)}`));
+  } catch (error) {
+    screen.replaceChildren(element("h2", {}, topic), failure(error));
+    return;
+  }
+  const ids = partitions.map((p) => p.partition);
+  const field = (label, control) => element("p", {}, element("label", { for: control.id }, label),
+    control);
+  const partition = element("select", { id: "partition" },
+    element("option", { value: "all" }, "all"),
+    ...ids.map((id) => element("option", { value: String(id) }, String(id))));
+  const how = element("select", { id: "how" },
+    element("option", { value: "newest" }, "the newest N"),
+    element("option", { value: "offset" }, "an offset"),
+    element("option", { value: "time" }, "a time"));
+  const from = element("input", { id: "from", value: "20", "aria-describedby": "from-help" });
+  const fromHelp = element("span", { id: "from-help", class: "muted" },
+    " N, an offset, or a time such as 2026-11-24T10:42");
+  const key = element("input", { id: "key", type: "search", placeholder: "exact key" });
+  const mode = element("select", { id: "mode" },
+    element("option", { value: "text" }, "text"),
+    element("option", { value: "json" }, "JSON"),
+    element("option", { value: "hex" }, "hex"));
+  const follow = element("input", { id: "follow", type: "checkbox" });
+  const read = element("button", { type: "submit" }, "Read");
+  const form = element("form", { "aria-label": "What to read" },
+    field("Partition", partition),
+    element("p", {}, element("label", { for: "how" }, "Start from"), how,
+      element("label", { for: "from", class: "after" }, "Value"), from, fromHelp),
+    field("Key", key), field("Show as", mode),
+    element("p", {}, follow, element("label", { for: "follow" }, "Follow new records")),
+    read);
+  const status = element("p", { role: "status", class: "muted" });
+  const table = element("table", { "aria-label": `Records of ${topic}` });
+  screen.replaceChildren(element("h2", {}, topic), form, status, table);
+
+  let rows = [];
+  function render() {
+    const head = element("tr", {}, ...["Partition", "Offset", "Timestamp", "Key", "Value",
+      "Headers", ""].map((name) => element("th", { scope: "col" }, name)));
+    const body = rows.map((record) => {
+      const copy = element("button", {
+        type: "button",
+        "aria-label": `Copy the command for partition ${record.partition} offset ${record.offset}`,
+      }, "Copy command");
+      copy.addEventListener("click", () => navigator.clipboard.writeText(
+        `tidelog consume ${topic} -p ${record.partition} -o ${record.offset} -n 1 -f json`));
+      const headers = record.headers.map((h) =>
+        `${h.key}=${h.value === null ? "null" : new TextDecoder().decode(decoded(h.value))}`);
+      return element("tr", {},
+        element("td", { class: "number" }, String(record.partition)),
+        element("td", { class: "number" }, String(record.offset)),
+        element("td", {}, new Date(record.timestamp).toISOString()),
+        element("td", {}, shown(decoded(record.key), mode.value === "hex" ? "hex" : "text")),
+        element("td", {}, shown(decoded(record.value), mode.value)),
+        element("td", {}, headers.join(", ")),
+        element("td", {}, copy));
+    });
+    table.replaceChildren(element("thead", {}, head), element("tbody", {}, ...body));
+  }
+
+  async function submit(event) {
+    event.preventDefault();
+    const generation = ++following;
+    const wanted = key.value;
+    const chosen = wanted ? [partitionForKey(wanted, ids.length)]
+      : partition.value === "all" ? ids : [Number(partition.value)];
+    status.textContent = "Reading…";
+    try {
+      const { starts, ends } = await startOffsets(topic, chosen, how.value, from.value);
+      const positions = new Map(starts);
+      const limit = how.value === "newest" ? Number(from.value) : MAX_ROWS;
+      let found = [];
+      for (let round = 0; round < 20; round++) {
+        const done = [...positions].every(([p, offset]) => offset >= ends.get(p));
+        if (done || found.length >= MAX_ROWS) break;
+        found = found.concat(await fetchFrom(topic, positions));
+      }
+      if (wanted) {
+        found = found.filter((r) => r.key !== null
+          && new TextDecoder().decode(decoded(r.key)) === wanted);
+      }
+      found.sort((a, b) => a.timestamp - b.timestamp || a.partition - b.partition
+        || a.offset - b.offset);
+      rows = how.value === "newest" ? found.slice(-limit) : found.slice(0, limit);
+      render();
+      const where = wanted ? `partition ${chosen[0]} (the key's)` : `${chosen.length} partition(s)`;
+      status.textContent = rows.length
+        ? `${rows.length} records from ${where}`
+        : `No records there: ${where} hold nothing from that start.`;
+      if (follow.checked) tail(generation, positions, wanted);
+    } catch (error) {
+      status.replaceChildren(failure(error));
+    }
+  }
+
+  async function tail(generation, positions, wanted) {
+    while (following === generation && follow.checked && location.hash.startsWith("#/topics/")) {
+      let fresh;
+      try {
+        fresh = await fetchFrom(topic, positions, 5000);
+      } catch (error) {
+        status.replaceChildren(failure(error));
+        return;
+      }
+      if (wanted) {
+        fresh = fresh.filter((r) => r.key !== null
+          && new TextDecoder().decode(decoded(r.key)) === wanted);
+      }
+      if (fresh.length && following === generation) {
+        rows = rows.concat(fresh).slice(-MAX_ROWS);
+        render();
+        status.textContent = `${rows.length} records, following`;
+      }
+    }
+  }
+
+  form.addEventListener("submit", submit);
+  mode.addEventListener("change", render);
+  follow.addEventListener("change", () => {
+    if (follow.checked) form.requestSubmit();
+    else following += 1;
+  });
+  form.requestSubmit();
+}
+
+const SCREENS = [
+  [/^#\/topics\/(.+)$/, (match) => messagesScreen(decodeURIComponent(match[1]))],
+  [/^(#\/topics)?$/, () => topicsScreen()],
+];
 
 function route() {
-  const show = SCREENS[location.hash] || topicsScreen;
-  show();
+  following += 1;
+  for (const [pattern, show] of SCREENS) {
+    const match = location.hash.match(pattern);
+    if (match) return show(match);
+  }
+  return topicsScreen();
 }
 
 window.addEventListener("hashchange", route);
