@@ -82,7 +82,7 @@ def test_json_hex_offsets_and_times(dev, page, topic):
     page.get_by_label("Key").fill("")
     page.get_by_label("Partition", exact=True).select_option("0")
     page.get_by_label("Start from").select_option("offset")
-    page.get_by_label("Value").fill("0")
+    page.get_by_label("Value", exact=True).fill("0")
     page.get_by_label("Show as").select_option("hex")
     page.get_by_role("button", name="Read").click()
     page.get_by_role("status").filter(has_text="1 partition").wait_for()
@@ -91,7 +91,7 @@ def test_json_hex_offsets_and_times(dev, page, topic):
 
     page.get_by_label("Partition", exact=True).select_option("all")
     page.get_by_label("Start from").select_option("time")
-    page.get_by_label("Value").fill("2026-11-18T11:13:40Z")  # T0 + 7 minutes
+    page.get_by_label("Value", exact=True).fill("2026-11-18T11:13:40Z")  # T0 + 7 minutes
     page.get_by_label("Show as").select_option("text")
     page.get_by_role("button", name="Read").click()
     page.get_by_role("status").filter(has_text="3 partition").wait_for()

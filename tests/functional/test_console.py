@@ -8,6 +8,7 @@ import threading
 import urllib.error
 import urllib.request
 import uuid
+from pathlib import Path
 
 import pytest
 from tests.support.signing import KEY, SECRET, signing_gateway
@@ -126,3 +127,19 @@ def test_tidelog_dev_serves_it_at_console(dev):
     status, _, body = call(dev.api_url + "/console/api/v1/topics", headers=OURS)
     assert status == 200
     assert "topics" in json.loads(body)
+
+
+def test_the_vendored_chart_library_is_npms_release_with_its_licence():
+    """uPlot is vendored (the pages fetch nothing from the network): the copy is the release
+    package.json pins, licence included."""
+    root = Path(__file__).resolve().parents[2]
+    npm = root / "node_modules/uplot"
+    if not npm.exists():
+        pytest.skip("npm's copy is not installed (npm ci, from package.json)")
+    vendor = root / "core/tidelog/console/static/vendor"
+    for ours, theirs in (
+        ("uPlot.iife.min.js", "dist/uPlot.iife.min.js"),
+        ("uPlot.min.css", "dist/uPlot.min.css"),
+        ("uPlot.LICENSE", "LICENSE"),
+    ):
+        assert (vendor / ours).read_bytes() == (npm / theirs).read_bytes(), ours

@@ -114,8 +114,91 @@ async function topicsScreen() {
   screen.replaceChildren(
     element("h2", {}, "Topics"),
     element("label", { for: "filter" }, "Filter"), filter,
-    count, table,
+    count, table, createForm(),
   );
+}
+
+function createForm() {
+  const name = element("input", { id: "new-name", required: "", pattern: "[a-zA-Z0-9._-]{1,249}" });
+  const partitions = element("input", { id: "new-partitions", type: "number", min: "1",
+    value: "1" });
+  const policy = element("select", { id: "new-policy" },
+    element("option", { value: "delete" }, "delete"),
+    element("option", { value: "compact" }, "compact"));
+  const outcome = element("p", { "aria-live": "polite" });
+  const form = element("form", { "aria-label": "Create a topic" },
+    element("h3", {}, "Create a topic"),
+    element("p", {}, element("label", { for: "new-name" }, "Name"), name),
+    element("p", {}, element("label", { for: "new-partitions" }, "Partitions"), partitions),
+    element("p", {}, element("label", { for: "new-policy" }, "Cleanup policy"), policy),
+    element("button", { type: "submit" }, "Create"), outcome);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await api("/v1/topics", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ name: name.value, partitions: Number(partitions.value),
+          configs: { "cleanup.policy": policy.value } }),
+      });
+      location.hash = `#/topics/${encodeURIComponent(name.value)}`;
+    } catch (error) {
+      outcome.replaceChildren(failure(error));
+    }
+  });
+  return form;
+}
+
+function adminForms(topic, partitions, reload) {
+  const outcome = element("p", { "aria-live": "polite" });
+  async function change(path, method, body) {
+    try {
+      await api(path, { method, headers: { "Content-Type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body) });
+      return true;
+    } catch (error) {
+      outcome.replaceChildren(failure(error));
+      return false;
+    }
+  }
+  const base = `/v1/topics/${encodeURIComponent(topic)}`;
+
+  const count = element("input", { id: "add-count", type: "number", min: String(partitions + 1),
+    value: String(partitions + 1) });
+  const grow = element("form", { "aria-label": "Add partitions" },
+    element("label", { for: "add-count" }, "Partitions in all"), count,
+    element("button", { type: "submit" }, "Add partitions"));
+  grow.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (await change(`${base}/partitions`, "POST", { count: Number(count.value) })) reload();
+  });
+
+  const configName = element("input", { id: "config-name", placeholder: "retention.ms" });
+  const configValue = element("input", { id: "config-value", placeholder: "empty: the default" });
+  const alter = element("form", { "aria-label": "Change a config" },
+    element("label", { for: "config-name" }, "Config"), configName,
+    element("label", { for: "config-value", class: "after" }, "New value"), configValue,
+    element("button", { type: "submit" }, "Change"));
+  alter.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const value = configValue.value === "" ? null : configValue.value;
+    if (await change(`${base}/configs`, "PATCH", { configs: { [configName.value]: value } })) {
+      outcome.textContent = `${configName.value} is now ${value === null ? "its default" : value}`;
+    }
+  });
+
+  const typed = element("input", { id: "confirm-delete", autocomplete: "off" });
+  const remove = element("button", { type: "submit", disabled: "" }, "Delete the topic");
+  typed.addEventListener("input", () => { remove.disabled = typed.value !== topic; });
+  const doom = element("form", { "aria-label": "Delete the topic" },
+    element("label", { for: "confirm-delete" }, `Type ${topic} to delete it and all its records`),
+    typed, remove);
+  doom.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (typed.value === topic && await change(base, "DELETE")) location.hash = "#/topics";
+  });
+  return element("section", { "aria-labelledby": "admin-heading" },
+    element("h3", { id: "admin-heading" }, "Administer"), grow, alter, doom, outcome);
 }
 
 // -- messages -----------------------------------------------------------------------------
@@ -267,7 +350,8 @@ async function messagesScreen(topic) {
     read);
   const status = element("p", { role: "status", class: "muted" });
   const table = element("table", { "aria-label": `Records of ${topic}` });
-  screen.replaceChildren(element("h2", {}, topic), form, status, table);
+  screen.replaceChildren(element("h2", {}, topic), form, status, table,
+    adminForms(topic, ids.length, () => messagesScreen(topic)));
 
   let rows = [];
   function render() {
@@ -359,13 +443,143 @@ async function messagesScreen(topic) {
   form.requestSubmit();
 }
 
+// -- groups -------------------------------------------------------------------------------
+
+const SAMPLE_MS = Number(new URLSearchParams(location.search).get("sample_ms")) || 5000;
+const RING = 720; // samples kept per group: an hour at the default 5 s
+const lagHistory = new Map(); // group -> [[seconds], [records of lag]], for this page's life
+
+function sample(group, lag) {
+  let ring = lagHistory.get(group);
+  if (!ring) lagHistory.set(group, (ring = [[], []]));
+  ring[0].push(Date.now() / 1000);
+  ring[1].push(lag);
+  if (ring[0].length > RING) {
+    ring[0].shift();
+    ring[1].shift();
+  }
+  return ring;
+}
+
+function duration(ms) {
+  if (ms <= 0) return "0 s";
+  if (ms < 60000) return `${Math.round(ms / 1000)} s`;
+  if (ms < 3600000) return `${Math.round(ms / 60000)} min`;
+  return `${(ms / 3600000).toFixed(1)} h`;
+}
+
+function table(label, columns, rows, numbers = []) {
+  return element("table", { "aria-label": label },
+    element("thead", {}, element("tr", {}, ...columns.map((name, i) =>
+      element("th", { scope: "col", class: numbers.includes(i) ? "number" : "" }, name)))),
+    element("tbody", {}, ...rows.map((row) => element("tr", {}, ...row.map((cell, i) =>
+      element("td", { class: numbers.includes(i) ? "number" : "" }, cell))))));
+}
+
+async function groupsScreen() {
+  let groups;
+  try {
+    ({ groups } = await api("/v1/groups"));
+  } catch (error) {
+    screen.replaceChildren(element("h2", {}, "Groups"), failure(error));
+    return;
+  }
+  const lags = await Promise.all(groups.map((g) =>
+    api(`/v1/groups/${encodeURIComponent(g.group)}/offsets`)
+      .then((o) => o.offsets.reduce((sum, p) => sum + p.lag, 0))
+      .catch(() => null)));
+  screen.replaceChildren(
+    element("h2", {}, "Groups"),
+    groups.length === 0
+      ? element("p", { class: "muted", role: "status" },
+        "No consumer groups yet: a consumer that joins one (group.id) makes it.")
+      : table("Consumer groups", ["Group", "State", "Members", "Lag (records)"],
+        groups.map((g, i) => [
+          element("a", { href: `#/groups/${encodeURIComponent(g.group)}` }, g.group),
+          g.state, String(g.members), lags[i] === null ? "?" : String(lags[i])]), [2, 3]),
+  );
+}
+
+async function groupScreen(group) {
+  const generation = ++following;
+  const summary = element("p", { role: "status" });
+  const members = element("div");
+  const offsets = element("div");
+  const chart = element("figure", {},
+    element("figcaption", {}, `Total lag of ${group}, sampled every ${SAMPLE_MS / 1000} s`));
+  screen.replaceChildren(element("h2", {}, group), summary, element("h3", {}, "Members"),
+    members, element("h3", {}, "Offsets"), offsets, chart);
+  let plot = null;
+
+  async function refresh() {
+    let view;
+    let committed;
+    try {
+      [view, committed] = await Promise.all([
+        api(`/v1/groups/${encodeURIComponent(group)}`),
+        api(`/v1/groups/${encodeURIComponent(group)}/offsets`),
+      ]);
+    } catch (error) {
+      summary.replaceChildren(failure(error));
+      return;
+    }
+    const total = committed.offsets.reduce((sum, p) => sum + p.lag, 0);
+    if (view.state === "Dead" && view.members.length === 0 && committed.offsets.length === 0) {
+      summary.textContent = "No such group: no member has joined it and it holds no offsets "
+        + "(Kafka describes it as Dead).";
+      members.replaceChildren();
+      offsets.replaceChildren();
+      chart.hidden = true;
+      return;
+    }
+    chart.hidden = false;
+    summary.textContent = `${view.state}, generation ${view.generation_id}`
+      + `${view.protocol ? `, ${view.protocol}` : ""}: total lag ${total} records`;
+    members.replaceChildren(view.members.length === 0
+      ? element("p", { class: "muted" }, "No members: the group is empty.")
+      : table(`Members of ${group}`, ["Member", "Instance", "Partitions"],
+        view.members.map((m) => [m.member_id, m.group_instance_id || "",
+          m.assignment.map((a) => `${a.topic}: ${a.partitions.join(", ")}`).join("; ")])));
+    offsets.replaceChildren(committed.offsets.length === 0
+      ? element("p", { class: "muted" }, "Nothing committed yet.")
+      : table(`Committed offsets of ${group}`,
+        ["Topic", "Partition", "Committed", "High watermark", "Lag", "Lag in time"],
+        committed.offsets.map((p) => [p.topic, String(p.partition), String(p.offset),
+          String(p.high_watermark), String(p.lag), duration(p.lag_ms)]), [1, 2, 3, 4]));
+    const ring = sample(group, total);
+    chart.dataset.samples = String(ring[0].length);
+    if (typeof uPlot === "undefined") return; // the vendored library failed to load
+    if (plot === null) {
+      plot = new uPlot({
+        width: 640, height: 200,
+        series: [{}, { label: "lag (records)", stroke: "#0b5cad", width: 2 }],
+        axes: [{}, { label: "records" }],
+      }, ring, chart);
+    } else {
+      plot.setData(ring);
+    }
+  }
+
+  while (following === generation && location.hash === `#/groups/${encodeURIComponent(group)}`) {
+    await refresh();
+    await new Promise((done) => setTimeout(done, SAMPLE_MS));
+  }
+}
+
 const SCREENS = [
   [/^#\/topics\/(.+)$/, (match) => messagesScreen(decodeURIComponent(match[1]))],
+  [/^#\/groups\/(.+)$/, (match) => groupScreen(decodeURIComponent(match[1]))],
+  [/^#\/groups$/, () => groupsScreen()],
   [/^(#\/topics)?$/, () => topicsScreen()],
 ];
 
 function route() {
   following += 1;
+  const section = location.hash.startsWith("#/groups") ? "#/groups" : "#/topics";
+  for (const link of document.querySelectorAll("nav a")) {
+    if (link.getAttribute("href") === section) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
   for (const [pattern, show] of SCREENS) {
     const match = location.hash.match(pattern);
     if (match) return show(match);
