@@ -81,3 +81,26 @@ def test_a_group_nobody_joined_says_so(dev, page):
     page.goto(f"{dev.api_url}/console/#/groups/no-such-group-{uuid.uuid4().hex[:6]}")
     page.get_by_role("status").filter(has_text="No such group").wait_for()
     assert page.locator("figure").is_hidden()
+
+
+def test_an_empty_groups_offsets_can_be_reset(dev, page):
+    mark = uuid.uuid4().hex[:6]
+    topic, group = f"replay-{mark}", f"replayers-{mark}"
+    api(dev, "POST", "/v1/topics", {"name": topic, "partitions": 2})
+    for partition in (0, 1):
+        records = [{"value": f"r{i}", "partition": partition} for i in range(3)]
+        api(dev, "POST", f"/v1/topics/{topic}/records", {"records": records})
+    member, generation = stable_member(dev, group, topic)
+    commit(dev, group, member, generation, topic, [3, 3])
+
+    page.goto(f"{dev.api_url}/console/?sample_ms={SAMPLE_MS}#/groups/{group}")
+    page.get_by_role("status").filter(has_text="total lag 0 records").wait_for()
+    form = page.get_by_role("form", name="Reset the group's offsets")
+    assert form.is_hidden()  # a member is in it: Kafka resets only an empty group's offsets
+
+    api(dev, "DELETE", f"/v1/groups/{group}/members/{member}")
+    form.wait_for()
+    page.get_by_label("Move them to").select_option("earliest")
+    form.get_by_role("button", name="Reset").click()
+    page.get_by_role("status").filter(has_text="total lag 6 records").wait_for(timeout=10_000)
+    assert axe_violations(page) == []

@@ -507,8 +507,9 @@ async function groupScreen(group) {
   const offsets = element("div");
   const chart = element("figure", {},
     element("figcaption", {}, `Total lag of ${group}, sampled every ${SAMPLE_MS / 1000} s`));
+  const reset = resetForm(group, () => refresh());
   screen.replaceChildren(element("h2", {}, group), summary, element("h3", {}, "Members"),
-    members, element("h3", {}, "Offsets"), offsets, chart);
+    members, element("h3", {}, "Offsets"), offsets, chart, reset);
   let plot = null;
 
   async function refresh() {
@@ -533,6 +534,8 @@ async function groupScreen(group) {
       return;
     }
     chart.hidden = false;
+    // Kafka resets only the offsets of a group no member is in.
+    reset.hidden = view.members.length > 0;
     summary.textContent = `${view.state}, generation ${view.generation_id}`
       + `${view.protocol ? `, ${view.protocol}` : ""}: total lag ${total} records`;
     members.replaceChildren(view.members.length === 0
@@ -564,6 +567,37 @@ async function groupScreen(group) {
     await refresh();
     await new Promise((done) => setTimeout(done, SAMPLE_MS));
   }
+}
+
+function resetForm(group, done) {
+  const to = element("select", { id: "reset-to" },
+    element("option", { value: "earliest" }, "the earliest offsets"),
+    element("option", { value: "latest" }, "the latest offsets"),
+    element("option", { value: "timestamp" }, "the first offsets at a time"));
+  const at = element("input", { id: "reset-at", placeholder: "2026-11-24T10:42" });
+  const outcome = element("p", { "aria-live": "polite" });
+  const form = element("form", { "aria-label": "Reset the group's offsets", hidden: "" },
+    element("h3", {}, "Reset offsets"),
+    element("p", { class: "muted" }, "The group is empty: its committed offsets may be moved."),
+    element("p", {}, element("label", { for: "reset-to" }, "Move them to"), to,
+      element("label", { for: "reset-at", class: "after" }, "Time"), at),
+    element("button", { type: "submit" }, "Reset"), outcome);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const body = { to: to.value };
+    if (to.value === "timestamp") body.timestamp = new Date(at.value).getTime();
+    try {
+      await api(`/v1/groups/${encodeURIComponent(group)}/offsets/reset`, {
+        method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      outcome.textContent = "Reset.";
+      done();
+    } catch (error) {
+      outcome.replaceChildren(failure(error));
+    }
+  });
+  return form;
 }
 
 const SCREENS = [
