@@ -30,8 +30,10 @@ FLAGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Per module, not per session: Playwright's sync API keeps an event loop running on the
+    main thread while it is open, and later tests' ``asyncio.run`` would find it there."""
     if CHROMIUM is None:
         pytest.skip("Debian's chromium is not installed (`make tools` installs it as root)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (the dev extra)")
