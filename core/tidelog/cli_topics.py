@@ -31,7 +31,9 @@ def add_commands(commands: Any) -> None:
     listing = actions.add_parser("list", help="every topic, with its partitions and policy")
     connection_options(listing, read=True)
 
-    describe = actions.add_parser("describe", help="a topic's configs and partitions' offsets")
+    describe = actions.add_parser(
+        "describe", help="a topic's configs and partitions' offsets and sizes"
+    )
     describe.add_argument("topic")
     connection_options(describe, read=True)
 
@@ -154,7 +156,7 @@ def _topic(admin: Any, args: argparse.Namespace, say: Callable[[str], None]) -> 
         ]
         say(render(args.output, topics, ("NAME", "PARTITIONS", "CLEANUP", "RETENTION.MS"), rows))
     elif args.action == "describe":
-        info = admin.describe_topic(args.topic)
+        info = admin.describe_topic(args.topic, sizes=True)
         if args.output != "table":
             say(render(args.output, info, (), []))
             return
@@ -165,9 +167,10 @@ def _topic(admin: Any, args: argparse.Namespace, say: Callable[[str], None]) -> 
         ]
         lines += [f"CONFIG      {k}={v}" for k, v in sorted(info.configs.items())]
         rows = [
-            (p.partition, p.log_start_offset, p.high_watermark, p.records) for p in info.offsets
+            (p.partition, p.log_start_offset, p.high_watermark, p.records, p.size_bytes)
+            for p in info.offsets
         ]
-        table = _table(("PARTITION", "LOG-START", "HIGH-WATERMARK", "RECORDS"), rows)
+        table = _table(("PARTITION", "LOG-START", "HIGH-WATERMARK", "RECORDS", "BYTES"), rows)
         say("\n".join(lines) + "\n\n" + table)
     elif args.action == "create":
         configs = _pairs(args.config)

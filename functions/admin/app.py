@@ -3,6 +3,7 @@
 POST   /v1/topics                         create       {"name", "partitions", "configs"}
 GET    /v1/topics                         list
 GET    /v1/topics/{topic}                 describe, with each partition's offsets
+                                          (?sizes=true: and its size in bytes)
 DELETE /v1/topics/{topic}                 delete
 PATCH  /v1/topics/{topic}/configs         set configs; null resets one to its default
 POST   /v1/topics/{topic}/partitions      grow to {"count"} partitions
@@ -14,10 +15,13 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from tidelog import api, runtime
 from tidelog.log import configs as topic_configs
+from tidelog.log.entries import log_sizes
 from tidelog.log.head import high_watermarks
 from tidelog.log.topics import MAX_PARTITIONS, Topic
 from tidelog.telemetry import Metrics, MetricUnit
@@ -58,6 +62,11 @@ class PartitionOffsets(BaseModel):
     partition: int
     log_start_offset: int
     high_watermark: int
+    # Only when asked (?sizes=true): a query of the partition's index, which producers' and
+    # consumers' metadata refreshes should not pay for.
+    size_bytes: int | SkipJsonSchema[None] = Field(
+        default=None, description="Stored bytes of the partition's log (DescribeLogDirs' size)"
+    )
 
 
 class TopicSummary(BaseModel):
@@ -108,22 +117,35 @@ def list_topics() -> TopicList:
     return TopicList(topics=[summary(t) for t in runtime.topics().list()])
 
 
-@app.get("/v1/topics/<topic>", summary="Describe a topic and its partitions' offsets")
-def describe_topic(topic: api.TopicName) -> TopicDescription:
+@app.get(
+    "/v1/topics/<topic>",
+    summary="Describe a topic and its partitions' offsets",
+    responses={
+        200: {
+            "description": "The topic, its partitions' offsets, and with sizes=true their sizes",
+            "content": {"application/json": {"model": TopicDescription}},
+        }
+    },
+)
+def describe_topic(topic: api.TopicName, sizes: Annotated[bool, Query()] = False) -> Response[str]:
     found = runtime.topics().get(topic)
-    bounds = high_watermarks(
-        runtime.metadata_store(), [(found.topic_id, p) for p in range(found.partitions)]
-    )
+    meta = runtime.metadata_store()
+    bounds = high_watermarks(meta, [(found.topic_id, p) for p in range(found.partitions)])
+    starts = {p: start for (_, p), (start, _) in bounds.items()}
+    sized = log_sizes(meta, found.topic_id, starts) if sizes else {}
     partitions = [
-        PartitionOffsets(partition=p, log_start_offset=start, high_watermark=end)
+        PartitionOffsets(
+            partition=p, log_start_offset=start, high_watermark=end, size_bytes=sized.get(p)
+        )
         for (_, p), (start, end) in bounds.items()
     ]
-    return TopicDescription(
+    description = TopicDescription(
         name=found.name,
         topic_id=found.topic_id,
         partitions=partitions,
         configs=found.effective_configs,
     )
+    return api.json_response(200, description.model_dump(exclude_none=True))
 
 
 @app.delete("/v1/topics/<topic>", summary="Delete a topic")

@@ -60,9 +60,9 @@ def test_a_topic_through_the_real_entry_point(dev):
         "CONFIG      segment.bytes=1073741824\n"
         "CONFIG      segment.ms=604800000\n"
         "\n"
-        "PARTITION  LOG-START  HIGH-WATERMARK  RECORDS\n"
-        "0          0          0               0\n"
-        "1          0          0               0\n"
+        "PARTITION  LOG-START  HIGH-WATERMARK  RECORDS  BYTES\n"
+        "0          0          0               0        0\n"
+        "1          0          0               0        0\n"
     )
     again = tidelog("topic", "create", name)
     assert again.returncode == 1
@@ -88,6 +88,7 @@ def test_lifecycle_and_outputs(tidelog):
     assert described["partitions"] == 3
     assert described["configs"]["cleanup.policy"] == "compact"
     assert [p["partition"] for p in described["offsets"]] == [0, 1, 2]
+    assert [p["size_bytes"] for p in described["offsets"]] == [0, 0, 0]
     code, out, _ = tidelog("topic", "list", "-o", "yaml")
     assert name in [t["name"] for t in yaml.safe_load(out)]
 

@@ -44,6 +44,12 @@ def test_runs_roll_into_segments_and_old_objects_are_collected(fast_dev):
     segments = keys("segments/")
     assert keys("data/") == [], "flush objects outlived the grace period"
     assert any(k.endswith(".log") for k in segments)
+    # Everything is in segments now: the partition's size is their bytes (DescribeLogDirs').
+    status, body = call(fast_dev, "GET", f"/v1/topics/{name}?sizes=true")
+    logs = [k for k in segments if k.endswith(".log")]
+    on_s3 = sum(s3.head_object(Bucket=bucket, Key=k)["ContentLength"] for k in logs)
+    assert (status, body["partitions"][0]["size_bytes"]) == (200, on_s3)
+    assert "size_bytes" not in call(fast_dev, "GET", f"/v1/topics/{name}")[1]["partitions"][0]
     assert any(k.endswith(".index") for k in segments)
     assert any(k.endswith(".timeindex") for k in segments)
     status, body = call(fast_dev, "GET", f"/v1/topics/{name}/partitions/0/records?offset=0")

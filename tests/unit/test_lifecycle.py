@@ -6,7 +6,7 @@ from __future__ import annotations
 from tests.support.log import T0, tiny_log
 
 from tidelog.log import collect, compaction, retention, roll
-from tidelog.log.entries import LogEntry
+from tidelog.log.entries import LogEntry, log_size, log_sizes, without_leftovers
 from tidelog.log.housekeeping import partition_entries
 from tidelog.records import RecordBatch, RecordBatchBuilder
 
@@ -217,3 +217,52 @@ def test_a_queued_object_still_in_use_is_kept(tmp_path):
     assert log.housekeep("gc").objects_deleted == 0
     assert keys_of(log, "data/") == {live}
     assert list(log.meta.query(collect.GC_PK)) == []
+
+
+# -- size (DescribeLogDirs' partition size) ------------------------------------------------
+
+
+def test_the_size_counts_live_entries_whole_and_a_half_done_rolls_leftovers_once():
+    entries = [segment(0, 9, size=400), run(5, 9, size=150), run(10, 12, size=60)]
+    assert log_size(entries, log_start_offset=0) == 460
+    assert log_size(entries, log_start_offset=7) == 460  # the segment holding the start: whole
+    assert log_size(entries, log_start_offset=10) == 60  # retention's transaction not yet done
+    assert log_size([], log_start_offset=0) == 0
+
+
+def stored_bytes(log, partition):
+    """What the partition's batches occupy where they lie: a differential oracle."""
+    total = 0
+    for entry in without_leftovers(partition_entries(log.meta, log.topic.topic_id, partition)):
+        data = log.objects.get(entry.object_key)
+        total += len(data[entry.start : entry.end])
+    return total
+
+
+def test_the_size_follows_produce_roll_retention_and_compaction(tmp_path):
+    log = tiny_log(
+        tmp_path,
+        partitions=2,
+        configs={"segment.bytes": 300, "segment.ms": 10**9, "cleanup.policy": "compact,delete"},
+    )
+
+    def sizes():
+        starts = {p: log.reader.head(log.topic.topic_id, p)[0] for p in (0, 1)}
+        return log_sizes(log.meta, log.topic.topic_id, starts)
+
+    assert sizes() == {0: 0, 1: 0}
+    for i in range(20):  # the first six keys unique: compaction leaves the old segments bytes
+        key = b"u%d" % i if i < 6 else b"k%d" % (i % 2)
+        log.produce(0, [(key, b"v%d" % i)], timestamp=T0 + i)
+    produced = sizes()
+    assert produced[1] == 0
+    assert produced[0] == stored_bytes(log, 0) > 0
+    log.housekeep("roll")
+    assert sizes() == produced  # rolling moves bytes, it does not change them
+    log.housekeep("compaction")
+    compacted = sizes()[0]
+    assert compacted == stored_bytes(log, 0) < produced[0]
+    log.topics.alter_configs("tiny", {"retention.ms": 1000})
+    log.clock.now += 1000 + 8
+    assert log.housekeep("retention").segments_deleted >= 1
+    assert sizes()[0] == stored_bytes(log, 0) < compacted

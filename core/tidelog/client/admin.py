@@ -15,6 +15,7 @@ class PartitionOffsets:
     partition: int
     log_start_offset: int
     high_watermark: int
+    size_bytes: int | None = None  # described with sizes=True only
 
     @property
     def records(self) -> int:
@@ -57,8 +58,11 @@ class Admin:
     def list_topics(self) -> list[TopicInfo]:
         return [TopicInfo.from_json(t) for t in self.http.get("/v1/topics")["topics"]]
 
-    def describe_topic(self, name: str) -> TopicInfo:
-        return TopicInfo.from_json(self.http.get(f"/v1/topics/{_seg(name)}"))
+    def describe_topic(self, name: str, *, sizes: bool = False) -> TopicInfo:
+        """The topic and its partitions' offsets; ``sizes``: their sizes in bytes too (Kafka's
+        DescribeLogDirs), one index query per partition."""
+        params = {"sizes": "true"} if sizes else {}
+        return TopicInfo.from_json(self.http.get(f"/v1/topics/{_seg(name)}", **params))
 
     def create_topic(
         self, name: str, partitions: int | None = None, configs: Mapping[str, Any] | None = None

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from tidelog.log import collect, compaction, due, keys, retention, roll
-from tidelog.log.entries import LogEntry, without_leftovers
+from tidelog.log.entries import LogEntry, partition_entries, without_leftovers
 from tidelog.log.topics import Topic, Topics, UnknownTopicError
 from tidelog.storage import MetadataStore, ObjectStore
 
@@ -37,11 +37,6 @@ class Report:
 
     def to_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
-
-
-def partition_entries(meta: MetadataStore, topic_id: str, partition: int) -> list[LogEntry]:
-    pk = keys.log_pk(topic_id, partition)
-    return [LogEntry.from_item(i) for i in meta.query(pk, prefix=keys.INDEX_PREFIX)]
 
 
 def next_due_ms(
