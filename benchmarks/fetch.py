@@ -24,8 +24,7 @@ from benchmarks.report import Section
 from tidelog import aws, runtime
 from tidelog.local import dev
 from tidelog.local.stack import aws_client
-from tidelog.log.entries import without_leftovers
-from tidelog.log.housekeeping import partition_entries
+from tidelog.log.entries import partition_entries, without_leftovers
 
 RAW = "application/vnd.kafka.record-batch"
 FETCH_BYTES = 4 * 1024 * 1024

@@ -13,8 +13,7 @@ from benchmarks.produce import _post, _topic, batch_bytes
 from benchmarks.report import Section
 from tidelog import runtime
 from tidelog.local import dev
-from tidelog.log.entries import without_leftovers
-from tidelog.log.housekeeping import partition_entries
+from tidelog.log.entries import partition_entries, without_leftovers
 from tidelog.log.scan import committed_batches
 
 RECORD = 100

@@ -166,11 +166,12 @@ def _topic(admin: Any, args: argparse.Namespace, say: Callable[[str], None]) -> 
             f"PARTITIONS  {info.partitions}",
         ]
         lines += [f"CONFIG      {k}={v}" for k, v in sorted(info.configs.items())]
-        rows = [
+        partitions = [
             (p.partition, p.log_start_offset, p.high_watermark, p.records, p.size_bytes)
             for p in info.offsets
         ]
-        table = _table(("PARTITION", "LOG-START", "HIGH-WATERMARK", "RECORDS", "BYTES"), rows)
+        header = ("PARTITION", "LOG-START", "HIGH-WATERMARK", "RECORDS", "BYTES")
+        table = _table(header, partitions)
         say("\n".join(lines) + "\n\n" + table)
     elif args.action == "create":
         configs = _pairs(args.config)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -15,6 +16,7 @@ from tests.support.signing import KEY, SECRET, signing_gateway
 from werkzeug.serving import make_server
 
 from tidelog.client.http import Http
+from tidelog.console.lag import LagSampler
 from tidelog.console.server import CONSOLE_HEADER, Console
 
 OURS = {CONSOLE_HEADER: "1"}
@@ -39,8 +41,15 @@ def call(url, method="GET", body=None, headers=None):
 
 
 @pytest.fixture(scope="module")
-def console(dev):
-    httpd, url = serve(Console(Http(dev.api_url, sign=False)))
+def sampler(dev):
+    sampler = LagSampler(Http(dev.api_url, sign=False), interval_s=0.2)
+    yield sampler
+    sampler.stop()
+
+
+@pytest.fixture(scope="module")
+def console(dev, sampler):
+    httpd, url = serve(Console(Http(dev.api_url, sign=False), sampler=sampler))
     yield url
     httpd.shutdown()
 
@@ -84,6 +93,9 @@ def test_api_calls_pass_through_with_the_apis_answers(console, dev):
         ("/api/v1/../admin", OURS, 404, None),
         ("/api/v1/%2e%2e/admin", OURS, 404, None),
         ("/api/moto-api/reset", OURS, 404, None),
+        ("/lag?group=g", {}, 403, "CLUSTER_AUTHORIZATION_FAILED"),
+        ("/lag?group=g", {**OURS, "Host": "rebound.test"}, 403, None),
+        ("/lag", OURS, 400, "INVALID_REQUEST"),
     ],
 )
 def test_it_refuses_all_but_its_own_pages_and_the_api(console, path, headers, status, error):
@@ -91,6 +103,34 @@ def test_it_refuses_all_but_its_own_pages_and_the_api(console, path, headers, st
     assert answer == status
     if error:
         assert json.loads(body)["error"] == error
+
+
+def test_it_keeps_each_groups_lag_over_time(console, dev, sampler):
+    """From the first request on, the console samples every group's total lag; the page reads
+    the history back (the browser tests watch it fall)."""
+    group, topic = f"lagged-{uuid.uuid4().hex[:6]}", f"lag-{uuid.uuid4().hex[:6]}"
+    call(console + "/api/v1/topics", "POST", {"name": topic, "partitions": 1}, OURS)
+    records = {"records": [{"value": str(i)} for i in range(5)]}
+    call(console + f"/api/v1/topics/{topic}/records", "POST", records, OURS)
+    reset = {"to": "earliest", "topics": [topic]}
+    status, _, body = call(console + f"/api/v1/groups/{group}/offsets/reset", "POST", reset, OURS)
+    assert status == 200, body
+
+    def history():
+        status, headers, body = call(console + f"/lag?group={group}", headers=OURS)
+        assert (status, headers["Cache-Control"]) == (200, "no-store")
+        return json.loads(body)
+
+    deadline = time.monotonic() + 20
+    while len(history()["samples"]) < 2:
+        assert time.monotonic() < deadline, "no samples came"
+        time.sleep(0.1)
+    answer = history()
+    assert (answer["group"], answer["interval_ms"], answer["error"]) == (group, 200, None)
+    times = [t for t, _ in answer["samples"]]
+    assert times == sorted(times)
+    assert {lag for _, lag in answer["samples"]} == {5}
+    assert not sampler.paused
 
 
 def test_it_signs_as_the_client_does(template, monkeypatch):

@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from tests.support.log import tiny_log
 
-from tidelog.log.entries import without_leftovers
-from tidelog.log.housekeeping import partition_entries
+from tidelog.log.entries import partition_entries, without_leftovers
 
 KEYS = st.sampled_from([b"a", b"b", b"c", b"d"])
 VALUES = st.one_of(st.none(), st.binary(min_size=1, max_size=40))

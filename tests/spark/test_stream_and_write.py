@@ -11,9 +11,9 @@ from tests.functional.test_produce_api import call
 from tests.spark.test_read import load, produce
 
 from tidelog.log import compaction
-from tidelog.log.entries import without_leftovers
+from tidelog.log.entries import partition_entries, without_leftovers
 from tidelog.log.fetch import LogReader
-from tidelog.log.housekeeping import Housekeeper, partition_entries
+from tidelog.log.housekeeping import Housekeeper
 from tidelog.log.reader import committed_records
 from tidelog.log.topics import Topics
 from tidelog.partitioner import partition_for_key

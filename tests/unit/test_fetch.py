@@ -9,9 +9,8 @@ from tests.support.log import tiny_log
 
 from tidelog.log import keys
 from tidelog.log.cache import ObjectCache
-from tidelog.log.entries import LogEntry
+from tidelog.log.entries import LogEntry, partition_entries
 from tidelog.log.fetch import LogReader, OffsetOutOfRangeError
-from tidelog.log.housekeeping import partition_entries
 from tidelog.storage import Put
 
 

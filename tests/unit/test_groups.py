@@ -414,6 +414,29 @@ def test_resets_only_while_the_group_is_empty():
 
 
 @pytest.mark.parametrize("partitions", [2, 150])
+def test_offsets_given_to_a_new_group_make_it_an_empty_group(partitions):
+    """Kafka's coordinator creates a group on the first offsets committed to it (a simple
+    consumer's commit, an admin's reset): listed and described as Empty, not Dead. 150
+    partitions take the reset over more than one transaction."""
+    coord, _, topics, _, meta = coordinator()
+    topics.create("t0", partitions, {})
+    assert coord.describe("simple").state == State.DEAD
+    coord.commit("simple", "", -1, [OffsetCommit("t0", 0, 1)])
+    coord.reset("admin", "earliest", topics=["t0"])
+    assert sorted((g.name, g.state) for g in coord.groups()) == [
+        ("admin", State.EMPTY),
+        ("simple", State.EMPTY),
+    ]
+    for name in ("admin", "simple"):
+        group = coord.describe(name)
+        assert (group.state, group.generation, group.members) == (State.EMPTY, 0, {})
+    assert len(coord.committed("admin")) == partitions
+    coord.reset("admin", "latest")  # the created group, reset again
+    member = join(coord, group="admin", topics=("t0",)).member_id
+    assert coord.describe("admin").members.keys() == {member}
+
+
+@pytest.mark.parametrize("partitions", [2, 150])
 def test_an_empty_group_is_deleted_with_all_its_offsets(partitions):
     """Kafka's DeleteGroups; 150 committed partitions take more than one transaction."""
     coord, rebalancer, topics, _, meta = coordinator()

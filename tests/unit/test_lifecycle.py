@@ -6,8 +6,7 @@ from __future__ import annotations
 from tests.support.log import T0, tiny_log
 
 from tidelog.log import collect, compaction, retention, roll
-from tidelog.log.entries import LogEntry, log_size, log_sizes, without_leftovers
-from tidelog.log.housekeeping import partition_entries
+from tidelog.log.entries import LogEntry, log_size, log_sizes, partition_entries, without_leftovers
 from tidelog.records import RecordBatch, RecordBatchBuilder
 
 

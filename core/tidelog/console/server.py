@@ -3,7 +3,8 @@
 The browser never holds AWS keys: it calls ``/api/v1/...`` here, and the proxy sends the request
 on to the API (signed with this machine's credentials when the endpoint needs it, exactly as the
 Python client signs: it *is* the client's connection). It serves nothing else: the API's paths,
-and the console's files by name.
+the console's files by name, and ``lag?group=G``, the lag history it samples
+(``tidelog.console.lag``).
 
 The proxy acts with the user's credentials, so no other web page may drive it:
 
@@ -26,9 +27,11 @@ from urllib.parse import urlsplit
 from werkzeug.wrappers import Request, Response
 
 from tidelog.client.http import Http
+from tidelog.console.lag import LagSampler
 from tidelog.errors import KAFKA_ERRORS
 
 API_PREFIX = "/api/"
+LAG_PATH = "/lag"
 CONSOLE_HEADER = "X-Tidelog-Console"
 MAX_BODY_BYTES = 10 * 1024 * 1024  # API Gateway's own limit
 METHODS = frozenset({"GET", "POST", "PATCH", "DELETE"})
@@ -58,10 +61,18 @@ def static_files() -> dict[str, bytes]:
 
 
 class Console:
-    """The WSGI application: the console's files, and ``/api/*`` passed on to ``http``."""
+    """The WSGI application: the console's files, ``/api/*`` passed on to ``http``, and the lag
+    history ``sampler`` keeps (none without one)."""
 
-    def __init__(self, http: Http, *, files: dict[str, bytes] | None = None) -> None:
+    def __init__(
+        self,
+        http: Http,
+        *,
+        sampler: LagSampler | None = None,
+        files: dict[str, bytes] | None = None,
+    ) -> None:
         self.http = http
+        self.sampler = sampler
         self.files = static_files() if files is None else files
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -71,8 +82,12 @@ class Console:
         mount = environ.get("SCRIPT_NAME", "")
         raw = (environ.get("RAW_URI") or environ.get("REQUEST_URI") or "").split("?", 1)[0]
         raw = raw[len(mount) :] if raw.startswith(mount) else request.path
+        if self.sampler is not None:
+            self.sampler.touch()  # in use: lag is sampled while the console is
         if raw.startswith(API_PREFIX):
             response = self._proxy(request, raw[len(API_PREFIX) - 1 :])
+        elif raw == LAG_PATH:
+            response = self._lag(request)
         elif mount and request.path == "/" and not environ.get("PATH_INFO"):
             response = Response(status=308, headers={"Location": f"{mount}/"})
         else:
@@ -109,6 +124,26 @@ class Console:
         response.headers["Cache-Control"] = "no-store"
         return response
 
+    def _lag(self, request: Request) -> Response:
+        refusal = self._foreign(request)
+        if refusal is not None:
+            return refusal
+        if request.method != "GET":
+            return _refusal(405, "the lag history is read with GET")
+        group = request.args.get("group", "")
+        if not group:
+            return _refusal(400, "name the group: lag?group=G")
+        sampler = self.sampler
+        body = {
+            "group": group,
+            "interval_ms": None if sampler is None else int(sampler.interval_s * 1000),
+            "samples": [] if sampler is None else sampler.history.of(group),
+            "error": "this console samples no lag" if sampler is None else sampler.error,
+        }
+        response = Response(json.dumps(body), content_type="application/json")
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
     def _refused(self, request: Request, path: str) -> Response | None:
         if request.method not in METHODS:
             return _refusal(405, f"{request.method} is not a method of the API")
@@ -117,6 +152,16 @@ class Console:
             for part in path.split("/")
         ):
             return _refusal(404, "only the API's /v1/ paths are passed on")
+        refusal = self._foreign(request)
+        if refusal is not None:
+            return refusal
+        if (request.content_length or 0) > MAX_BODY_BYTES:
+            return _refusal(413, "the request is over the API's 10 MB")
+        return None
+
+    @staticmethod
+    def _foreign(request: Request) -> Response | None:
+        """A refusal unless the request comes from the console's own pages."""
         if request.headers.get(CONSOLE_HEADER) != "1":
             return _refusal(
                 403,
@@ -129,8 +174,6 @@ class Console:
             return _refusal(
                 403, "this console answers its own pages only", "CLUSTER_AUTHORIZATION_FAILED"
             )
-        if (request.content_length or 0) > MAX_BODY_BYTES:
-            return _refusal(413, "the request is over the API's 10 MB")
         return None
 
 

@@ -503,11 +503,9 @@ class Coordinator:
                 )
                 for commit in chunk
             ]
-            if not group.exists:  # Kafka creates a group on its first commit
-                writes.append(Put({"pk": items.GROUPS_PK, "sk": name}))
             try:
                 # Conditional on the group as fenced: a membership change in between refences.
-                self._meta.transact([items.meta_check(name, group), *writes])
+                self._meta.transact([*items.guard(name, group), *writes])
             except ConditionFailedError:
                 continue
             return [CommitResult(c.topic, c.partition, c.offset) for c in chunk]
@@ -588,16 +586,15 @@ class Coordinator:
                 reset = Committed(topic_name, partition, target, "", now)
                 out.append(reset)
                 writes.append(Put(items.offset_item(name, reset, generation=-1, member_id="")))
-        for start in range(0, len(writes), MAX_TRANSACTION_WRITES - 1):
+        step = MAX_TRANSACTION_WRITES - 2  # room for the guard, a group's creation included
+        for start in range(0, len(writes), step):
+            guard = items.guard(name, group)
             try:
-                self._meta.transact(
-                    [
-                        items.meta_check(name, group),
-                        *writes[start : start + MAX_TRANSACTION_WRITES - 1],
-                    ]
-                )
+                self._meta.transact([*guard, *writes[start : start + step]])
             except ConditionFailedError as exc:
                 raise NonEmptyGroupError(f"group {name} changed during the reset") from exc
+            if not group.exists:  # created by this first transaction
+                group = replace(group, version=group.version + 1)
         return out
 
     def delete(self, name: str) -> None:

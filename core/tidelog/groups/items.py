@@ -181,21 +181,33 @@ def diff(name: str, old: Group, new: Group) -> list[Write]:
         old.protocol,
     )
     if meta_changed or (writes and not new.exists):
-        item: dict[str, object] = {
-            "pk": group_pk(name),
-            "sk": META_SK,
-            "state": new.state.value,
-            "generation": new.generation,
-            "version": old.version + 1,
-            "rebalance_ms": new.rebalance_ms,
-        }
-        if new.protocol is not None:
-            item["protocol"] = new.protocol
-        writes.insert(0, Put(item, meta_condition(old)))
-        if not old.exists:
-            writes.append(Put({"pk": GROUPS_PK, "sk": name}))
+        writes[:0] = _meta_writes(name, old, new)
     elif writes:
         writes.insert(0, meta_check(name, old))
+    return writes
+
+
+def guard(name: str, group: Group) -> list[Write]:
+    """What keeps a write of offsets conditional on ``group`` as read: a check of its meta
+    item, or for a group that does not exist yet its creation, Empty (Kafka's coordinator
+    creates a group on the first offsets committed to it, so it is listed and described)."""
+    return _meta_writes(name, group, group) if not group.exists else [meta_check(name, group)]
+
+
+def _meta_writes(name: str, old: Group, new: Group) -> list[Write]:
+    item: dict[str, object] = {
+        "pk": group_pk(name),
+        "sk": META_SK,
+        "state": new.state.value,
+        "generation": new.generation,
+        "version": old.version + 1,
+        "rebalance_ms": new.rebalance_ms,
+    }
+    if new.protocol is not None:
+        item["protocol"] = new.protocol
+    writes: list[Write] = [Put(item, meta_condition(old))]
+    if not old.exists:
+        writes.append(Put({"pk": GROUPS_PK, "sk": name}))
     return writes
 
 

@@ -32,6 +32,8 @@ from tidelog.local.template import Template
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIApplication
 
+CONSOLE_IDLE_S = 600.0  # the console's lag sampling pauses after this long without a request
+
 
 @dataclass
 class DevServer:
@@ -116,11 +118,14 @@ def _with_console(
     its own proxy: unsigned, or signed with this environment's key under ``--iam-auth``."""
     try:
         from tidelog.client.http import Http  # noqa: PLC0415 - the client extra
+        from tidelog.console.lag import LagSampler  # noqa: PLC0415
         from tidelog.console.server import Console  # noqa: PLC0415
     except ImportError:
         return gateway  # without the client extra: the API alone
     http = Http(f"http://{api.host}:{api.port}", sign=signed, region=region)
-    return DispatcherMiddleware(gateway, {"/console": Console(http)})
+    # Lag is sampled from the first page on, and not while nobody has looked for ten minutes.
+    sampler = LagSampler(http, idle_s=CONSOLE_IDLE_S)
+    return DispatcherMiddleware(gateway, {"/console": Console(http, sampler=sampler)})
 
 
 def run(

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pyspark.sql import SparkSession
 
 from tidelog.log import compaction
-from tidelog.log.entries import without_leftovers
-from tidelog.log.housekeeping import Housekeeper, Report, partition_entries
+from tidelog.log.entries import partition_entries, without_leftovers
+from tidelog.log.housekeeping import Housekeeper, Report
 from tidelog.log.topics import Topic, Topics
 from tidelog.spark.options import Connection
 from tidelog.spark.stores import stores
