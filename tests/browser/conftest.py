@@ -1,17 +1,23 @@
 """The console in a real browser: Debian's Chromium, driven by Playwright (its own browser
-download is not reachable here), against the session's `tidelog dev` at /console. Pages are
-checked with axe-core (npm) and photographed into test-artifacts/console/."""
+download is not reachable here), against the session's `tidelog dev`. Pages are checked with
+axe-core (npm) and photographed into test-artifacts/console/."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import threading
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from werkzeug.serving import make_server
+
+from tidelog.client.http import Http
+from tidelog.console.lag import LagSampler
+from tidelog.console.server import Console
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium")
@@ -41,6 +47,19 @@ def browser() -> Iterator[Any]:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         yield chromium
         chromium.close()
+
+
+@pytest.fixture(scope="module")
+def console(dev: Any) -> Iterator[str]:
+    """The console onto the session's `tidelog dev`, as `tidelog console` serves it, sampling
+    lag every 0.25 s (so a test sees a trend in seconds) until the module is done: its URL."""
+    sampler = LagSampler(Http(dev.api_url, sign=False), interval_s=0.25)
+    httpd = make_server("127.0.0.1", 0, Console(Http(dev.api_url, sign=False), sampler=sampler))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.port}/"
+    httpd.shutdown()
+    sampler.stop()
 
 
 @pytest.fixture

@@ -1,14 +1,29 @@
 """The groups screens: every group with its lag, and one group's members, committed offsets, lag
-in records and in time, and its lag over time, watched falling as its consumer catches up."""
+in records and in time, and its lag over time (sampled by the console), watched falling as a
+real consumer catches up."""
 
 from __future__ import annotations
 
+import json
+import threading
 import time
+import urllib.request
 import uuid
 
 from tests.browser.conftest import api, axe_violations
 
-SAMPLE_MS = 300
+from tidelog.client import Consumer
+
+REFRESH_MS = 300
+FAST = {"session.timeout.ms": 6_000, "heartbeat.interval.ms": 200, "fetch.max.wait.ms": 200}
+
+
+def lag_history(console, group):
+    request = urllib.request.Request(
+        f"{console}lag?group={group}", headers={"X-Tidelog-Console": "1"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.loads(answer.read())["samples"]
 
 
 def stable_member(dev, group, topic):
@@ -24,7 +39,7 @@ def stable_member(dev, group, topic):
             )
             return member, answer["generation_id"]
         except Exception as refused:  # 409 REBALANCE_IN_PROGRESS names the next generation
-            generation = __import__("json").loads(refused.read())["generation_id"]
+            generation = json.loads(refused.read())["generation_id"]
             time.sleep(0.1)
     raise AssertionError(f"{group} never became Stable")
 
@@ -44,9 +59,71 @@ def commit(dev, group, member, generation, topic, offsets):
     )
 
 
-def test_a_groups_lag_falls_as_its_consumer_catches_up(dev, page):
+def test_a_groups_lag_falls_as_its_consumer_catches_up(dev, console, page):
     mark = uuid.uuid4().hex[:6]
     topic, group = f"lagging-{mark}", f"readers-{mark}"
+    api(dev, "POST", "/v1/topics", {"name": topic, "partitions": 2})
+    records = [{"value": f"r{i}", "partition": i % 2} for i in range(40)]
+    api(dev, "POST", f"/v1/topics/{topic}/records", {"records": records})
+    done = threading.Event()
+    failed = []
+
+    def catch_up():
+        """A real consumer, slow on purpose: two records a poll, each poll committed."""
+        config = {
+            "url": dev.api_url,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            **FAST,
+        }
+        try:
+            with Consumer(config) as consumer:
+                consumer.subscribe([topic])
+                taken = 0
+                while taken < 40:
+                    batch = consumer.consume(2, timeout=1.0)
+                    if batch:
+                        taken += len(batch)
+                        consumer.commit(asynchronous=False)
+                        time.sleep(0.25)
+                deadline = time.monotonic() + 60
+                while not done.is_set() and time.monotonic() < deadline:
+                    consumer.poll(0.2)  # a member (heartbeating) while the page looks
+        except Exception as error:  # reported on the test's thread
+            failed.append(error)
+
+    reader = threading.Thread(target=catch_up, daemon=True)
+    reader.start()
+    try:
+        page.goto(f"{console}?refresh_ms={REFRESH_MS}#/groups/{group}")
+        status = page.get_by_role("status")
+        status.filter(has_text="Stable, generation").wait_for(timeout=20_000)
+        members = page.get_by_role("table", name=f"Members of {group}")
+        assert f"{topic}: 0, 1" in members.inner_text()
+        status.filter(has_text="total lag 0 records").wait_for(timeout=30_000)
+        offsets = page.get_by_role("table", name=f"Committed offsets of {group}")
+        assert offsets.locator("tbody tr td:nth-child(3)").all_inner_texts() == ["20", "20"]
+        assert offsets.locator("tbody tr td:nth-child(5)").all_inner_texts() == ["0", "0"]
+        chart = page.locator("figure")
+        chart.locator("canvas").wait_for()  # drawn by the vendored uPlot
+        assert axe_violations(page) == []
+        # The console's samples, from the first commit on: the lag only fell, to 0.
+        lags = [lag for _, lag in lag_history(console, group)]
+        assert lags[0] > 0
+        assert lags[-1] == 0
+        assert lags == sorted(lags, reverse=True)
+        assert len(set(lags)) >= 3, f"too few samples to see it fall: {lags}"
+        assert int(chart.get_attribute("data-samples")) >= 3
+    finally:
+        done.set()
+        reader.join(timeout=30)
+    assert not failed, failed
+
+
+def test_the_groups_screen_lists_each_group_with_its_lag(dev, console, page):
+    mark = uuid.uuid4().hex[:6]
+    topic, group = f"listed-{mark}", f"listed-{mark}"
     api(dev, "POST", "/v1/topics", {"name": topic, "partitions": 2})
     for partition in (0, 1):
         records = [{"value": f"r{i}", "partition": partition} for i in range(5)]
@@ -54,36 +131,20 @@ def test_a_groups_lag_falls_as_its_consumer_catches_up(dev, page):
     member, generation = stable_member(dev, group, topic)
     commit(dev, group, member, generation, topic, [1, 2])  # 4 + 3 records behind
 
-    page.goto(f"{dev.api_url}/console/?sample_ms={SAMPLE_MS}#/groups")
+    page.goto(f"{console}#/groups")
     row = page.locator("tbody tr", has=page.get_by_role("link", name=group))
     row.wait_for()
     assert row.locator("td").all_inner_texts()[1:] == ["Stable", "1", "7"]
     assert axe_violations(page) == []
 
-    row.get_by_role("link", name=group).click()
-    status = page.get_by_role("status")
-    status.filter(has_text="total lag 7 records").wait_for()
-    assert "Stable, generation" in status.inner_text()
-    assert member in page.get_by_role("table", name=f"Members of {group}").inner_text()
-    offsets = page.get_by_role("table", name=f"Committed offsets of {group}")
-    lags = offsets.locator("tbody tr td:nth-child(5)").all_inner_texts()
-    assert lags == ["4", "3"]
 
-    commit(dev, group, member, generation, topic, [5, 5])  # caught up
-    status.filter(has_text="total lag 0 records").wait_for(timeout=10_000)
-    chart = page.locator("figure")
-    assert int(chart.get_attribute("data-samples")) >= 2
-    assert chart.locator("canvas").count() == 1  # drawn by the vendored uPlot
-    assert axe_violations(page) == []
-
-
-def test_a_group_nobody_joined_says_so(dev, page):
-    page.goto(f"{dev.api_url}/console/#/groups/no-such-group-{uuid.uuid4().hex[:6]}")
+def test_a_group_nobody_joined_says_so(console, page):
+    page.goto(f"{console}#/groups/no-such-group-{uuid.uuid4().hex[:6]}")
     page.get_by_role("status").filter(has_text="No such group").wait_for()
     assert page.locator("figure").is_hidden()
 
 
-def test_an_empty_groups_offsets_can_be_reset(dev, page):
+def test_an_empty_groups_offsets_can_be_reset(dev, console, page):
     mark = uuid.uuid4().hex[:6]
     topic, group = f"replay-{mark}", f"replayers-{mark}"
     api(dev, "POST", "/v1/topics", {"name": topic, "partitions": 2})
@@ -93,7 +154,7 @@ def test_an_empty_groups_offsets_can_be_reset(dev, page):
     member, generation = stable_member(dev, group, topic)
     commit(dev, group, member, generation, topic, [3, 3])
 
-    page.goto(f"{dev.api_url}/console/?sample_ms={SAMPLE_MS}#/groups/{group}")
+    page.goto(f"{console}?refresh_ms={REFRESH_MS}#/groups/{group}")
     page.get_by_role("status").filter(has_text="total lag 0 records").wait_for()
     form = page.get_by_role("form", name="Reset the group's offsets")
     assert form.is_hidden()  # a member is in it: Kafka resets only an empty group's offsets

@@ -1,6 +1,6 @@
 """The messages screen: records from the newest N, an offset or a time, one partition or all; a
-key search that reads only the key's partition (murmur2, as Kafka's producers place keys);
-text, JSON or hex; a command to copy; a live tail."""
+key search that reads only the key's partition (murmur2, as Kafka's producers place keys), value
+and header searches; text, JSON, hex or base64; pages; a command to copy; a live tail."""
 
 from __future__ import annotations
 
@@ -49,14 +49,14 @@ def cells(page, column):
     return page.locator(f"tbody tr td:nth-child({column})").all_inner_texts()
 
 
-def test_the_newest_records_of_every_partition_then_one_key(dev, page, topic):
-    page.goto(f"{dev.api_url}/console/#/topics/{topic}")
+def test_the_newest_records_of_every_partition_then_one_key(console, page, topic):
+    page.goto(f"{console}#/topics/{topic}")
     page.get_by_role("status").filter(has_text="records from").wait_for()
     assert len(cells(page, 2)) == 11
     # The key's partition is Kafka's: the page's murmur2 agrees with the producer's.
     for key in ("user-1", "doc", "", "ééé", "a-much-longer-key-of-many-blocks"):
         placed = page.evaluate(
-            "async (key) => (await import('./console.js')).partitionForKey(key, 3)", key
+            "async (key) => (await import('./murmur2.js')).partitionForKey(key, 3)", key
         )
         assert placed == partition_for_key(key.encode(), 3), key
     page.get_by_label("Key").fill("user-4")
@@ -68,8 +68,8 @@ def test_the_newest_records_of_every_partition_then_one_key(dev, page, topic):
     assert axe_violations(page) == []
 
 
-def test_json_hex_offsets_and_times(dev, page, topic):
-    page.goto(f"{dev.api_url}/console/#/topics/{topic}")
+def test_json_hex_base64_offsets_and_times(console, page, topic):
+    page.goto(f"{console}#/topics/{topic}")
     page.get_by_role("status").filter(has_text="records from").wait_for()
     page.get_by_label("Key").fill("doc")
     page.get_by_role("button", name="Read").click()
@@ -88,6 +88,9 @@ def test_json_hex_offsets_and_times(dev, page, topic):
     page.get_by_role("status").filter(has_text="1 partition").wait_for()
     assert set(cells(page, 1)) == {"0"}
     assert "00 ff 10" in cells(page, 5)  # the binary value, as hex
+    page.get_by_label("Show as").select_option("base64")
+    assert "AP8Q" in cells(page, 5)  # and as base64, as the API carries it
+    assert "Ymlu" in cells(page, 4)
 
     page.get_by_label("Partition", exact=True).select_option("all")
     page.get_by_label("Start from").select_option("time")
@@ -100,12 +103,12 @@ def test_json_hex_offsets_and_times(dev, page, topic):
     assert sorted(cells(page, 4)) == ["bin", "doc", "user-7", "user-8"]
 
 
-def test_copy_a_record_as_a_command_and_follow_new_ones(dev, browser, topic):
+def test_copy_a_record_as_a_command_and_follow_new_ones(dev, console, browser, topic):
     context = browser.new_context(bypass_csp=True)
     context.grant_permissions(["clipboard-read", "clipboard-write"])
     page = context.new_page()
     try:
-        page.goto(f"{dev.api_url}/console/#/topics/{topic}")
+        page.goto(f"{console}#/topics/{topic}")
         page.get_by_role("status").filter(has_text="records from").wait_for()
         first = page.locator("tbody tr").first
         partition, offset = (
@@ -124,3 +127,65 @@ def test_copy_a_record_as_a_command_and_follow_new_ones(dev, browser, topic):
         page.get_by_label("Follow new records").uncheck()
     finally:
         context.close()
+
+
+def test_value_and_header_searches(console, page, topic):
+    page.goto(f"{console}#/topics/{topic}")
+    page.get_by_role("status").filter(has_text="records from").wait_for()
+    page.get_by_label("Value contains").fill("click 3")
+    page.get_by_role("button", name="Read").click()
+    page.get_by_role("status").filter(has_text="1 records from 3 partition(s)").wait_for()
+    assert cells(page, 4) == ["user-3"]
+    assert "read to find them" in page.get_by_role("status").inner_text()
+
+    page.get_by_label("Value contains").fill("")
+    page.get_by_label("Header contains").fill("source=we")
+    page.get_by_role("button", name="Read").click()
+    page.get_by_role("status").filter(has_text="1 records from").wait_for()
+    assert cells(page, 4) == ["doc"]
+
+    page.get_by_label("Header contains").fill("source=app")
+    page.get_by_role("button", name="Read").click()
+    page.get_by_role("status").filter(has_text="No records there").wait_for()
+    assert cells(page, 4) == []
+    assert axe_violations(page) == []
+
+
+def test_a_bad_start_is_told_with_kafkas_name_and_what_to_do(console, page, topic):
+    page.goto(f"{console}#/topics/{topic}")
+    page.get_by_role("status").filter(has_text="records from").wait_for()
+    for how, value, error in (
+        ("newest", "100000", "INVALID_REQUEST: N is a whole number from 1 to 500"),
+        ("offset", "-3", "INVALID_REQUEST: an offset is a whole number"),
+        ("time", "yesterday-ish", 'INVALID_TIMESTAMP: "yesterday-ish" is not a time'),
+    ):
+        page.get_by_label("Start from").select_option(how)
+        page.get_by_label("Value", exact=True).fill(value)
+        page.get_by_role("button", name="Read").click()
+        alert = page.get_by_role("alert")
+        alert.filter(has_text=error).wait_for()
+    assert "Give a time such as" in alert.inner_text()  # what to do, not only what went wrong
+
+
+def test_a_large_partition_is_read_page_by_page_skipping_nothing(dev, console, page):
+    name = f"paged-{uuid.uuid4().hex[:6]}"
+    api(dev, "POST", "/v1/topics", {"name": name, "partitions": 2})
+    records = [{"value": f"r{i}", "partition": i % 2, "timestamp": T0 + i} for i in range(1_200)]
+    api(dev, "POST", f"/v1/topics/{name}/records", {"records": records})
+
+    page.goto(f"{console}#/topics/{name}")
+    page.get_by_role("status").filter(has_text="records from").wait_for()
+    page.get_by_label("Start from").select_option("offset")
+    page.get_by_label("Value", exact=True).fill("0")
+    page.get_by_role("button", name="Read").click()
+    seen = []
+    for expected in (500, 500, 200):
+        status = page.get_by_role("status").filter(has_text=f"{expected} records from")
+        status.wait_for()
+        assert page.locator("tbody tr").count() == expected  # never more than a page drawn
+        seen += cells(page, 5)
+        if expected == 500:
+            assert "Next page" in status.inner_text()
+            page.get_by_role("button", name="Next page").click()
+    assert page.get_by_role("button", name="Next page").is_hidden()
+    assert seen == [f"r{i}" for i in range(1_200)]  # in time order, none skipped or repeated

@@ -58,12 +58,14 @@ class LagHistory:
 
 
 def total_lags(http: Http) -> dict[str, int]:
-    """Every group's total lag in records, as the API reports each group's committed offsets."""
+    """Every group's total lag in records, as the API reports each group's committed offsets.
+    A group that has committed nothing has no lag to tell (Kafka's tools show "-"), not 0."""
     lags = {}
     for group in http.get("/v1/groups")["groups"]:
         name = group["group"]
         offsets = http.get(f"/v1/groups/{quote(name, safe='')}/offsets")["offsets"]
-        lags[name] = sum(p["lag"] for p in offsets)
+        if offsets:
+            lags[name] = sum(p["lag"] for p in offsets)
     return lags
 
 
