@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from typing import Any
 
@@ -55,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
         history = LagHistory(samples=kept)
         sampler = LagSampler(http, history, interval_s=args.sample_seconds)
         sampler.touch()  # from the start: the trend is there when a page first opens
+    # A line a request would bury what matters (a failed lag sample) under the pages' polling.
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     signed = "signed" if http.endpoint.sign else "unsigned"
     print(
         f"tidelog console on http://127.0.0.1:{args.port}/ - the API at {http.endpoint.url} "

@@ -71,10 +71,15 @@ def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     yield page
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"), full_page=True)
+    photograph(page, request.node.name)
     context.close()
     assert not errors, f"the page threw: {errors}"
+
+
+def photograph(page: Any, name: str) -> None:
+    """A picture of the page as it stands, beside the one each test leaves at its end."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
 def axe_violations(page: Any) -> list[dict[str, Any]]:

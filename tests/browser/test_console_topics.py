@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from tests.browser.conftest import api, axe_violations
+from tests.browser.conftest import api, axe_violations, photograph
 
 
 def test_topics_are_listed_filtered_and_sorted(dev, console, page):
@@ -62,6 +62,7 @@ def test_topics_are_listed_filtered_and_sorted(dev, console, page):
     assert header.get_attribute("aria-sort") == "descending"
     assert rows.nth(0).locator("td").first.inner_text() == big
     assert axe_violations(page) == []
+    photograph(page, "topics-table")
 
     rows.nth(0).get_by_role("link", name=readers).click()
     page.get_by_role("status").filter(has_text="total lag 7 records").wait_for()

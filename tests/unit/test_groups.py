@@ -418,7 +418,7 @@ def test_offsets_given_to_a_new_group_make_it_an_empty_group(partitions):
     """Kafka's coordinator creates a group on the first offsets committed to it (a simple
     consumer's commit, an admin's reset): listed and described as Empty, not Dead. 150
     partitions take the reset over more than one transaction."""
-    coord, _, topics, _, meta = coordinator()
+    coord, _, topics, _, _ = coordinator()
     topics.create("t0", partitions, {})
     assert coord.describe("simple").state == State.DEAD
     coord.commit("simple", "", -1, [OffsetCommit("t0", 0, 1)])
