@@ -10,9 +10,11 @@ from urllib.parse import unquote
 
 import httpx2
 import pytest
+from werkzeug.test import Client
 
 from tidelog.client.http import Http
 from tidelog.console.lag import LagHistory, LagSampler, total_lags
+from tidelog.console.server import Console
 
 
 def test_each_group_keeps_its_last_samples_only():
@@ -143,3 +145,20 @@ def test_without_an_idle_limit_it_never_pauses():
 def test_the_interval_is_positive():
     with pytest.raises(ValueError, match="positive"):
         LagSampler(http_over(FakeApi({})), interval_s=0)
+
+
+def test_only_the_consoles_own_requests_count_as_use():
+    """A page of another origin is refused, and does not keep the sampler (and the API's bill)
+    going; a page of the console's own starts it."""
+    api = FakeApi({"readers": [1]})
+    sampler = LagSampler(http_over(api), interval_s=60, idle_s=600)
+    app = Client(Console(http_over(api), sampler=sampler, files={"/": b"page"}))
+    try:
+        assert app.get("/api/v1/groups").status_code == 403  # no console header
+        assert app.get("/lag?group=readers", headers={"Host": "rebound.test"}).status_code == 403
+        assert app.get("/nothing.js").status_code == 404
+        assert sampler.paused
+        assert app.get("/").status_code == 200
+        assert not sampler.paused
+    finally:
+        sampler.stop()

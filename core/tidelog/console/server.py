@@ -82,8 +82,6 @@ class Console:
         mount = environ.get("SCRIPT_NAME", "")
         raw = (environ.get("RAW_URI") or environ.get("REQUEST_URI") or "").split("?", 1)[0]
         raw = raw[len(mount) :] if raw.startswith(mount) else request.path
-        if self.sampler is not None:
-            self.sampler.touch()  # in use: lag is sampled while the console is
         if raw.startswith(API_PREFIX):
             response = self._proxy(request, raw[len(API_PREFIX) - 1 :])
         elif raw == LAG_PATH:
@@ -92,6 +90,8 @@ class Console:
             response = Response(status=308, headers={"Location": f"{mount}/"})
         else:
             response = self._file(request)
+        if self.sampler is not None and response.status_code < 400:
+            self.sampler.touch()  # in use: lag is sampled while the console is
         return response(environ, start_response)
 
     def _file(self, request: Request) -> Response:
