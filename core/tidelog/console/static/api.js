@@ -89,19 +89,11 @@ export function bytes(count) {
   return `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
 }
 
-// Every group's committed offsets, by topic: [{group, lag}] per topic name.
-export async function readersByTopic() {
+// Every group as listed, with its committed offsets (null where they could not be read): the
+// groups screen sums them per group, the topics screen per topic.
+export async function groupOffsets() {
   const { groups } = await api("/v1/groups");
-  const byTopic = new Map();
-  await mapLimit(groups, 6, async (g) => {
-    const { offsets } = await api(`/v1/groups/${encodeURIComponent(g.group)}/offsets`);
-    const lags = new Map();
-    for (const p of offsets) lags.set(p.topic, (lags.get(p.topic) || 0) + p.lag);
-    for (const [topic, lag] of lags) {
-      if (!byTopic.has(topic)) byTopic.set(topic, []);
-      byTopic.get(topic).push({ group: g.group, lag });
-    }
-  });
-  for (const readers of byTopic.values()) readers.sort((a, b) => a.group.localeCompare(b.group));
-  return byTopic;
+  return mapLimit(groups, 6, (g) => api(`/v1/groups/${encodeURIComponent(g.group)}/offsets`)
+    .then((o) => ({ ...g, offsets: o.offsets }))
+    .catch(() => ({ ...g, offsets: null })));
 }

@@ -2,7 +2,7 @@
 // and their partitions, committed offsets with lag in records and in time, its lag over time
 // (sampled by the console, tidelog.console.lag), and the reset of an empty group's offsets.
 
-import { api, element, failure, mapLimit, own } from "./api.js";
+import { api, element, failure, groupOffsets, own } from "./api.js";
 
 const REFRESH_MS = Number(new URLSearchParams(location.search).get("refresh_ms")) || 5000;
 
@@ -28,14 +28,13 @@ export async function groupsScreen(screen) {
     element("p", { role: "status", class: "muted" }, "Reading the groups…"));
   let groups;
   try {
-    ({ groups } = await api("/v1/groups"));
+    groups = await groupOffsets();
   } catch (error) {
     screen.replaceChildren(element("h2", {}, "Groups"), failure(error));
     return;
   }
-  const lags = await mapLimit(groups, 6, (g) => api(`${path(g.group)}/offsets`)
-    .then((o) => o.offsets.reduce((sum, p) => sum + p.lag, 0))
-    .catch(() => null));
+  const lags = groups.map((g) => (g.offsets === null ? null
+    : g.offsets.reduce((sum, p) => sum + p.lag, 0)));
   screen.replaceChildren(
     element("h2", {}, "Groups"),
     groups.length === 0

@@ -6,7 +6,7 @@ import { adminForms } from "./admin.js";
 import { api, element, failure, kafkaError } from "./api.js";
 import { partitionForKey } from "./murmur2.js";
 
-export const MAX_ROWS = 500; // rows on the page at most: a large topic never freezes it
+const MAX_ROWS = 500; // rows on the page at most: a large topic never freezes it
 const MAX_SHOWN = 2048; // characters of a key or value shown in a cell
 const PAGE_BYTES = 1 << 20; // a fetch's answer at most
 const MAX_FETCHES = 20; // fetches a page reads at most, matches or not
@@ -53,7 +53,7 @@ function headerText(h) {
 }
 
 // What the start field says, checked: a clear error, not a request the API refuses.
-export function parseStart(how, value) {
+function parseStart(how, value) {
   const raw = value.trim();
   if (how === "time") {
     const at = /^\d+$/.test(raw) ? Number(raw) : new Date(raw).getTime();

@@ -1,7 +1,7 @@
 // The topics screen: every topic with its partitions, records, bytes, retention, cleanup policy
 // and the groups reading it with their lag; sortable and filterable. And the form that creates one.
 
-import { api, bytes, element, failure, mapLimit, readersByTopic } from "./api.js";
+import { api, bytes, element, failure, groupOffsets, mapLimit } from "./api.js";
 
 const MAX_ROWS = 500; // rows drawn at most: the filter narrows a larger cluster
 
@@ -31,6 +31,22 @@ function readers(row) {
     ` (${lag})`,
   ]);
   return element("span", {}, ...links);
+}
+
+// The groups holding offsets in each topic, with their lag there: [{group, lag}] by topic.
+async function readersByTopic() {
+  const byTopic = new Map();
+  for (const { group, offsets } of await groupOffsets()) {
+    if (offsets === null) throw new Error(`the offsets of ${group} could not be read`);
+    const lags = new Map();
+    for (const p of offsets) lags.set(p.topic, (lags.get(p.topic) || 0) + p.lag);
+    for (const [topic, lag] of lags) {
+      if (!byTopic.has(topic)) byTopic.set(topic, []);
+      byTopic.get(topic).push({ group, lag });
+    }
+  }
+  for (const readers of byTopic.values()) readers.sort((a, b) => a.group.localeCompare(b.group));
+  return byTopic;
 }
 
 async function topicRows() {
