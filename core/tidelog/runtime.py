@@ -107,7 +107,7 @@ def fault_plan() -> FaultPlan | None:
     config = settings()
     if not config.faults:
         return None
-    from tidelog.storage.faults import FaultPlan  # noqa: PLC0415
+    from tidelog.storage.faults import FaultFile, FaultPlan  # noqa: PLC0415
 
     seed = config.fault_seed
     if seed is None:
@@ -115,11 +115,28 @@ def fault_plan() -> FaultPlan | None:
     logging.getLogger(__name__).warning(
         "stores under the %s profile (TIDELOG_FAULT_SEED=%d replays it)", config.faults, seed
     )
+    if config.faults == "nemesis":
+        if config.fault_file is None:
+            raise ConfigurationError("TIDELOG_FAULTS=nemesis needs TIDELOG_FAULT_FILE")
+        return FaultPlan.controlled(seed, FaultFile(config.fault_file))
     return FaultPlan.aws_latency(seed)
 
 
+def _clock_skew_ns() -> int:
+    """How far this process's wall clock is set off (``TIDELOG_CLOCK_SKEW_MS``, may be
+    negative): chaos runs skew one agent's clock, as a host's clock drifts."""
+    value = os.environ.get("TIDELOG_CLOCK_SKEW_MS", "0")
+    try:
+        return int(value) * 1_000_000
+    except ValueError:
+        raise ConfigurationError(f"TIDELOG_CLOCK_SKEW_MS={value!r} is not a whole number") from None
+
+
+_SKEW_NS = _clock_skew_ns()
+
+
 def clock_ms() -> int:
-    return time.time_ns() // 1_000_000
+    return (time.time_ns() + _SKEW_NS) // 1_000_000
 
 
 random_bytes = os.urandom

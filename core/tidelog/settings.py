@@ -16,7 +16,7 @@ DEFAULT_CACHE_DIR = "/tmp/tidelog-cache"  # noqa: S108 - Lambda's only writable 
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
 DEFAULT_GC_GRACE_MS = 60 * 60 * 1000
 DEFAULT_ROLL_SETTLE_MS = 60 * 1000  # beyond a produce request's whole life (29 s)
-FAULT_PROFILES = ("aws-latency",)
+FAULT_PROFILES = ("aws-latency", "nemesis")
 
 
 class ConfigurationError(InternalError):
@@ -58,10 +58,14 @@ class Settings:
     """Kafka's group.max.session.timeout.ms (``TIDELOG_GROUP_MAX_SESSION_TIMEOUT_MS``)."""
     faults: str = ""
     """A simulation profile for the stores: ``aws-latency`` makes every S3 and DynamoDB call
-    take as long as on AWS (``TIDELOG_FAULTS``; for `tidelog dev` and benchmarks, never a
+    take as long as on AWS; ``nemesis`` fails and slows them as ``fault_file`` says from moment
+    to moment (``TIDELOG_FAULTS``; for `tidelog dev`, the chaos runs and benchmarks, never a
     deployed stack)."""
     fault_seed: int | None = None
     """Its random seed, to replay a run (``TIDELOG_FAULT_SEED``)."""
+    fault_file: Path | None = None
+    """The ``nemesis`` profile's switch, which `tidelog chaos` rewrites (``TIDELOG_FAULT_FILE``;
+    see tidelog.storage.faults.FaultFile)."""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Settings:
@@ -90,6 +94,9 @@ class Settings:
             faults=_one_of(environ, "TIDELOG_FAULTS", FAULT_PROFILES),
             fault_seed=_number(environ, "TIDELOG_FAULT_SEED", 0)
             if environ.get("TIDELOG_FAULT_SEED")
+            else None,
+            fault_file=Path(environ["TIDELOG_FAULT_FILE"])
+            if environ.get("TIDELOG_FAULT_FILE")
             else None,
         )
 

@@ -5,7 +5,9 @@ closes its connection, and never stops the agent answering the next client.
 Requests are generated from kio's schemas by Hypothesis, then cut short, overwritten at random
 places or followed by garbage. A request that still parses is a request: it is answered like any
 other, errors included. Requests that may wait by design (Fetch, JoinGroup, SyncGroup) are given
-up on after a moment, as an impatient client gives up; the agent must let them go.
+up on after a moment, as an impatient client gives up; the agent must let them go. Every answer
+must parse as its API's response and hold null only where Kafka may send null
+(tests/support/nulls.py).
 """
 
 from __future__ import annotations
@@ -17,13 +19,21 @@ import struct
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kio.index import load_request_schema
-from kio.serial import entity_writer
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import Records, i16, i32
 from tests.support import devserver
+from tests.support.nulls import KAFKA_NEVER_NULL, KAFKA_SENDS_NULL, nullable_fields, nulls
 
 from tidelog.kafka.apis import API_VERSIONS, ApiKey
-from tidelog.kafka.codec import FrameError, RequestHeaderV1, RequestHeaderV2, decode_request
+from tidelog.kafka.codec import (
+    FrameError,
+    RequestHeaderV1,
+    RequestHeaderV2,
+    ResponseHeaderV0,
+    ResponseHeaderV1,
+    decode_request,
+)
 from tidelog.kafka.server import WAITING
 
 st.register_type_strategy(Records, st.binary(max_size=64))
@@ -90,13 +100,15 @@ def test_a_mangled_request_is_answered_or_closes_its_connection(agent, key, vers
     def exchange(frame: bytes) -> None:
         with socket.create_connection((host, int(port)), timeout=ANSWER_S) as sock:
             sock.sendall(struct.pack(">i", len(frame)) + frame)
-            if key in WAITING:
+            silent = _unanswered(frame)  # acks=0: Kafka sends nothing back
+            if key in WAITING or silent:
                 sock.settimeout(PATIENCE_S)
             try:
                 prefix = sock.recv(4, socket.MSG_WAITALL)
             except TimeoutError:
-                assert key in WAITING, "no answer and no close"
+                assert key in WAITING or silent, "no answer and no close"
                 return
+            assert not silent, "an acks=0 produce was answered"
             if prefix == b"":
                 # Closed: what Kafka does with a request it cannot read, and only then.
                 assert not _answerable(frame), "a request that parses was not answered"
@@ -106,18 +118,49 @@ def test_a_mangled_request_is_answered_or_closes_its_connection(agent, key, vers
             answer = sock.recv(size, socket.MSG_WAITALL)
             assert len(answer) == size
             assert struct.unpack_from(">i", answer)[0] == CORRELATION
+            _check_nulls(key, decode_request(frame).api_version, answer)
 
     exchange()
     _still_answers(host, int(port))
 
 
+def _check_nulls(key: ApiKey, version: int, answer: bytes) -> None:
+    """The answer parses as the response it claims to be, with null only where Kafka sends it."""
+    schema = load_response_schema(key, version)
+    flexible = schema.__flexible__ and key != ApiKey.API_VERSIONS
+    _, used = entity_reader(ResponseHeaderV1 if flexible else ResponseHeaderV0)(answer, 0)
+    body, _ = entity_reader(schema)(answer, used)
+    assert not {path for path in nulls(body) if (key.name, path) not in KAFKA_SENDS_NULL}
+
+
+def test_every_nullable_field_is_judged_against_kafka():
+    """A newly advertised API or version forces a decision on each of its nullable fields."""
+    judged = KAFKA_SENDS_NULL.keys() | KAFKA_NEVER_NULL.keys()
+    assert not KAFKA_SENDS_NULL.keys() & KAFKA_NEVER_NULL.keys()
+    unjudged = {
+        (key.name, path)
+        for key, version in ((c.values[0], c.values[1]) for c in CASES)
+        for path in nullable_fields(load_response_schema(key, version))
+    } - judged
+    assert not unjudged
+
+
 def _answerable(frame: bytes) -> bool:
     """The frame parses as a request that gets an answer (an acks=0 produce gets none)."""
+    try:
+        decode_request(frame)
+    except FrameError:
+        return False
+    return not _unanswered(frame)
+
+
+def _unanswered(frame: bytes) -> bool:
+    """The frame parses as an acks=0 produce, which Kafka never answers."""
     try:
         request = decode_request(frame)
     except FrameError:
         return False
-    return not (request.api_key == ApiKey.PRODUCE and int(request.body.acks) == 0)
+    return request.api_key == ApiKey.PRODUCE and int(request.body.acks) == 0
 
 
 def _still_answers(host: str, port: int) -> None:

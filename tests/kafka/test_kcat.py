@@ -88,3 +88,16 @@ def test_a_kcat_balanced_consumer_group_consumes_and_commits(dev, topic):
     kcat(dev, "-P", "-t", topic, "-K:", stdin="k99:v99\n")
     again = kcat(dev, "-G", group, *settings, "-e", "-J", topic)  # resumes from its commits
     assert [json.loads(line)["payload"] for line in again.stdout.splitlines()] == ["v99"]
+
+
+def test_kcat_past_the_end_resets_to_the_earliest_offset(dev, topic):
+    # A consumer whose position is out of range (past the end here; below the log start after
+    # retention is the same answer) hears OFFSET_OUT_OF_RANGE and resets, as on Kafka. With null
+    # records in the error's answer, librdkafka 2.0 threw the whole response away and read
+    # nothing, forever.
+    kcat(dev, "-P", "-t", topic, "-p", "0", stdin="".join(f"r{i}\n" for i in range(5)))
+    read = kcat(
+        dev, "-C", "-t", topic, "-p", "0", "-o", "1000", "-X", "auto.offset.reset=earliest",
+        "-c", "5", "-f", "%o %s\n",
+    )  # fmt: skip
+    assert read.stdout.splitlines() == [f"{i} r{i}" for i in range(5)]

@@ -1,6 +1,7 @@
-"""The listener's own duties, with stand-in handlers: answers in request order, a failing
-handler closes its connection (as Kafka's broker does), and a connection that is gone leaves
-nothing behind, however many requests it had in flight."""
+"""The listener's own duties, with stand-in handlers: a connection's requests take effect and
+are answered in the order they came, a failing handler closes its connection (as Kafka's broker
+does), and a connection that is gone leaves nothing behind, however many requests it had in
+flight."""
 
 from __future__ import annotations
 
@@ -21,9 +22,24 @@ class StandIn:
 
     def __init__(self, delay: float = 0.0, fail_on: int | None = None) -> None:
         self.delay, self.fail_on = delay, fail_on
+        self.effects: list[int] = []  # correlation ids, in the order they took effect
+        self.running = 0
+        self.most_running = 0
+        self.lock = threading.Lock()
 
-    def handle(self, request):
-        time.sleep(self.delay * (request.correlation_id % 3))  # later requests may finish first
+    def handle(self, request, queued):
+        with self.lock:
+            self.running += 1
+            self.most_running = max(self.most_running, self.running)
+        try:
+            return self._answer(request, queued)
+        finally:
+            with self.lock:
+                self.running -= 1
+
+    def _answer(self, request, queued):
+        time.sleep(self.delay * (request.correlation_id % 3))  # later requests would go first
+        self.effects.append(request.correlation_id)
         if request.correlation_id == self.fail_on:
             raise RuntimeError("a defect")
         return {
@@ -75,6 +91,46 @@ def test_pipelined_requests_are_answered_in_the_order_they_came(serve):
         sock.sendall(b"".join(_metadata(n) for n in range(30)))
         order = [MetadataResponse.decode(_read(sock), version=1, header=True) for _ in range(30)]
     assert [r._header.correlation_id for r in order] == list(range(30))
+
+
+def test_a_connections_requests_take_effect_one_at_a_time_in_the_order_they_came(serve):
+    # Kafka reads a connection's next request only once it has answered the last; clients
+    # (librdkafka's idempotent producer above all) rely on it. Before this held, a handler
+    # that was slower for earlier requests let later ones take effect first.
+    handlers = StandIn(delay=0.02)
+    _, port = serve(handlers)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"".join(_metadata(n) for n in range(12)))
+        for _ in range(12):
+            _read(sock)
+    assert handlers.effects == list(range(12))
+    assert handlers.most_running == 1
+
+
+class Queueing(StandIn):
+    """A produce-like handler: it queues its effect at once (calling ``queued``), then waits
+    ``delay`` s for it to complete, as a produce waits for its group commit."""
+
+    queue: list[int]
+
+    def _answer(self, request, queued):
+        self.__dict__.setdefault("queue", []).append(request.correlation_id)
+        queued()
+        time.sleep(self.delay)
+        return super()._answer(request, lambda: None)
+
+
+def test_a_request_that_has_queued_its_effect_lets_the_next_one_start(serve):
+    # Produce requests pipeline: the next starts once the one before is queued in order in
+    # the group commit, so five in flight overlap their waits rather than add them up.
+    handlers = Queueing(delay=0.3)
+    _, port = serve(handlers)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"".join(_metadata(n) for n in (0, 3, 6, 9, 12)))  # no delay of their own
+        answers = [MetadataResponse.decode(_read(sock), version=1, header=True) for _ in range(5)]
+    assert [a._header.correlation_id for a in answers] == [0, 3, 6, 9, 12]
+    assert handlers.queue == [0, 3, 6, 9, 12]  # queued in the order they came
+    assert handlers.most_running == 5
 
 
 def test_a_failing_handler_closes_its_connection_and_nothing_is_left(serve):

@@ -25,9 +25,16 @@ def produced(count, pid=-1, epoch=-1, seq=-1, size=100):
     return ProducedBatch(b"x" * size, count, 0, pid, epoch, seq, last)
 
 
-def append(*batches, expected=None, start=8):
+def append(*batches, expected=None, start=8, requests=()):
     end = start + sum(len(b.data) for b in batches)
-    return PartitionAppend(TOPIC, 0, batches, Extent(TOPIC.topic_id, 0, start, end), expected)
+    extent = Extent(TOPIC.topic_id, 0, start, end)
+    return PartitionAppend(TOPIC, 0, batches, extent, expected, requests)
+
+
+def refused(result, request=0):
+    """The error ``request`` of the append was refused with (it planned nothing)."""
+    assert not result.runs
+    return result.refused[request]
 
 
 def test_offsets_follow_the_head_and_runs_cover_the_bytes():
@@ -74,26 +81,32 @@ def test_a_retried_batch_keeps_its_offsets_and_splits_the_runs():
 
 def test_sequences_must_continue():
     state = ProducerState(5, 0, (BatchRecord(0, 2, 0, 2, 0),))
-    with pytest.raises(OutOfOrderSequenceError):
-        plan(append(produced(1, 5, 0, 4)), {"next_offset": 3, "log_start_offset": 0}, {5: state})
+    result = plan(
+        append(produced(1, 5, 0, 4)), {"next_offset": 3, "log_start_offset": 0}, {5: state}
+    )
+    assert isinstance(refused(result), OutOfOrderSequenceError)
+    assert (result.next_offset, result.offsets, result.states) == (3, [(-1, -1)], {})
 
 
 def test_new_producers_and_new_epochs_start_at_zero():
-    with pytest.raises(OutOfOrderSequenceError, match="expected 0"):
-        plan(append(produced(1, 9, 0, 1)), None, {})
+    assert "expected 0" in str(refused(plan(append(produced(1, 9, 0, 1)), None, {})))
     state = ProducerState(5, 0, (BatchRecord(0, 2, 0, 2, 0),))
     result = plan(
         append(produced(1, 5, 1, 0)), {"next_offset": 3, "log_start_offset": 0}, {5: state}
     )
     assert result.states[5][1].epoch == 1
-    with pytest.raises(OutOfOrderSequenceError):
-        plan(append(produced(1, 5, 1, 3)), {"next_offset": 3, "log_start_offset": 0}, {5: state})
+    result = plan(
+        append(produced(1, 5, 1, 3)), {"next_offset": 3, "log_start_offset": 0}, {5: state}
+    )
+    assert isinstance(refused(result), OutOfOrderSequenceError)
 
 
 def test_an_old_epoch_is_fenced():
     state = ProducerState(5, 3, (BatchRecord(0, 0, 0, 0, 0),))
-    with pytest.raises(InvalidProducerEpochError):
-        plan(append(produced(1, 5, 2, 1)), {"next_offset": 1, "log_start_offset": 0}, {5: state})
+    result = plan(
+        append(produced(1, 5, 2, 1)), {"next_offset": 1, "log_start_offset": 0}, {5: state}
+    )
+    assert isinstance(refused(result), InvalidProducerEpochError)
 
 
 def test_only_the_last_five_batches_are_kept():
@@ -109,3 +122,85 @@ def test_sequence_wraps_at_int_max():
     assert in_sequence(2**31 - 1, 0)
     assert in_sequence(4, 5)
     assert not in_sequence(4, 6)
+
+
+HEAD = {"next_offset": 20, "log_start_offset": 0}
+
+
+def test_a_refused_request_is_its_own_the_others_in_the_flush_commit():
+    # Three producers' requests share a flush; producer 6's sequence jumps (4 where 1 is next).
+    states = {6: ProducerState(6, 0, (BatchRecord(0, 0, 10, 10, 0),))}
+    result = plan(
+        append(
+            produced(2, 5, 0, 0),
+            produced(1, 6, 0, 4),
+            produced(3, 7, 0, 0),
+            requests=(1, 2, 3),
+        ),
+        HEAD,
+        states,
+    )
+    assert set(result.refused) == {1}
+    assert isinstance(result.refused[1], OutOfOrderSequenceError)
+    assert result.offsets == [(20, 21), (-1, -1), (22, 24)]
+    assert result.next_offset == 25
+    # the refused batch's bytes (108-208) are in no run; the others' are
+    assert [(r.base_offset, r.last_offset, r.start, r.end) for r in result.runs] == [
+        (20, 21, 8, 108),
+        (22, 24, 208, 308),
+    ]
+    assert set(result.states) == {5, 7}
+
+
+def test_a_request_is_refused_whole_and_what_it_planned_is_undone():
+    # One request of two batches of producer 5: the first fits, the second skips a sequence.
+    # The request before it keeps its run open across the refused one's bytes: it must close.
+    result = plan(
+        append(
+            produced(1),
+            produced(1, 5, 0, 0),
+            produced(1, 5, 0, 5),
+            produced(1),
+            requests=(1, 3, 4),
+        ),
+        HEAD,
+        {},
+    )
+    assert set(result.refused) == {1}
+    assert result.offsets == [(20, 20), (-1, -1), (-1, -1), (21, 21)]
+    assert [(r.base_offset, r.start, r.end) for r in result.runs] == [(20, 8, 108), (21, 308, 408)]
+    assert result.states == {}
+
+
+def test_a_retry_inside_a_refused_request_leaves_earlier_runs_alone():
+    # The first request's run is closed by a retried batch of the second, which is then
+    # refused: the first request's run stays, exactly once.
+    state = ProducerState(5, 0, (BatchRecord(0, 0, 3, 3, 0),))
+    result = plan(
+        append(produced(2), produced(1, 5, 0, 0), produced(1, 5, 0, 7), requests=(1, 3)),
+        HEAD,
+        {5: state},
+    )
+    assert set(result.refused) == {1}
+    assert [(r.base_offset, r.last_offset, r.start, r.end) for r in result.runs] == [
+        (20, 21, 8, 108)
+    ]
+    assert result.offsets == [(20, 21), (-1, -1), (-1, -1)]
+
+
+def test_later_requests_of_a_refused_producer_are_refused_too():
+    # In order, two requests of producer 5 in one flush both land; with sequence 2 missing,
+    # the request at 3 is refused and so is the one at 4 after it, as Kafka would.
+    result = plan(
+        append(produced(1, 5, 0, 1), produced(1, 5, 0, 2), requests=(1, 2)),
+        HEAD,
+        {5: ProducerState(5, 0, (BatchRecord(0, 0, 3, 3, 0),))},
+    )
+    assert (result.refused, result.offsets) == ({}, [(20, 20), (21, 21)])
+    result = plan(
+        append(produced(1, 5, 0, 3), produced(1, 5, 0, 4), requests=(1, 2)),
+        HEAD,
+        {5: ProducerState(5, 0, (BatchRecord(0, 0, 3, 3, 0),))},
+    )
+    assert set(result.refused) == {0, 1}
+    assert result.runs == []

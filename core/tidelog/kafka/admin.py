@@ -123,7 +123,7 @@ def _created(name: str, topic: Topic | None, error: TidelogError | None, request
             "error_message": error.message,
             "num_partitions": -1,
             "replication_factor": -1,
-            "configs": None,
+            "configs": [],  # Kafka's controller leaves them empty, never null
         }
     factor = int(request.replication_factor)
     return {

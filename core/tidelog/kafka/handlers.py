@@ -83,7 +83,12 @@ class Handlers:
         """The APIs answered here: exactly those advertised (tests/kafka/test_codec.py)."""
         return frozenset(self._apis)
 
-    def handle(self, request: Request) -> Answer:
+    def handle(self, request: Request, queued: Callable[[], None] = lambda: None) -> Answer:
+        """Answer ``request``. ``queued`` is called once a produce's batches are queued in the
+        group commit, whose order is theirs from then on: the connection's next request may
+        start (see tidelog.kafka.server). Other requests take effect only when answered."""
+        if request.api_key == ApiKey.PRODUCE:
+            return self.produce(request, queued)
         return self._apis[request.api_key](request)
 
     # ApiVersions -------------------------------------------------------------------------
@@ -164,7 +169,7 @@ class Handlers:
 
     # Produce -----------------------------------------------------------------------------
 
-    def produce(self, request: Request) -> Answer:
+    def produce(self, request: Request, queued: Callable[[], None] = lambda: None) -> Answer:
         body = request.body
         if field(body, "transactional_id") is not None:
             return self._refuse_produce(body, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
@@ -182,7 +187,9 @@ class Handlers:
                 except TidelogError as exc:
                     placed.append((name, index, None, exc))
         appends = [a for _, _, _, a in placed if isinstance(a, AppendRequest)]
-        results = iter(runtime.appender().append(appends) if appends else [])
+        pending = runtime.appender().submit(appends) if appends else []
+        queued()
+        results = iter([future.result() for future in pending])
         answers: dict[str, list[Answer]] = {}
         for name, index, topic, append in placed:
             outcome: Any = append
@@ -415,6 +422,8 @@ def _produce_error(index: int, error_code: int, message: str | None) -> Answer:
 
 
 def _fetch_error(partition: int, error: TidelogError) -> Answer:
+    """A partition's error, as Kafka's log read answers it: empty records, never null
+    (librdkafka 2.0 refuses a whole Fetch response whose records are null)."""
     high_watermark = log_start = -1
     if isinstance(error, OffsetOutOfRangeError):
         high_watermark, log_start = error.high_watermark, error.log_start_offset
@@ -424,9 +433,9 @@ def _fetch_error(partition: int, error: TidelogError) -> Answer:
         "high_watermark": high_watermark,
         "last_stable_offset": -1,
         "log_start_offset": log_start,
-        "aborted_transactions": None,
+        "aborted_transactions": [],
         "preferred_read_replica": -1,
-        "records": None,
+        "records": b"",
     }
 
 

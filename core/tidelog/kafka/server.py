@@ -1,9 +1,17 @@
 """The agent's Kafka listener: asyncio connections, the synchronous core in a bounded pool.
 
-A connection may pipeline requests (clients keep up to 5 in flight); they are served at once
-and answered in the order they came, as Kafka answers them. The number in flight per
-connection is bounded, so a client that never reads its answers cannot grow the agent's memory.
-A frame that cannot be parsed closes the connection, as Kafka closes it; nothing is stored.
+A connection may pipeline requests (clients keep up to 5 in flight). They take effect in the
+order they came, as on a Kafka broker, which reads a connection's next request only once it
+has answered the last (SocketServer mutes the channel): a request starts only after the one
+before it has taken effect. A produce has taken effect once its batches are queued in the group
+commit, which keeps their order from there, so produce requests still overlap their uploads and
+commits; every other request holds its connection's turn until it is answered, as on Kafka (a
+client sends what must not wait behind a long poll on another connection). Answers go back in
+the same order. Concurrency is across connections, never within one.
+
+The number in flight per connection is bounded, so a client that never reads its answers cannot
+grow the agent's memory. A frame that cannot be parsed closes the connection, as Kafka closes
+it; nothing is stored.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -78,13 +87,15 @@ class KafkaServer:
         host = f"/{peer[0]}" if isinstance(peer, tuple) else ""
         answers: asyncio.Queue[_Pending | None] = asyncio.Queue(MAX_IN_FLIGHT)
         responder = asyncio.create_task(self._respond(answers, writer))
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        turn.set_result(None)  # the first request may start at once
         try:
             while True:
                 try:
                     frame = await reader.readexactly(frame_size(await reader.readexactly(4)))
                 except (asyncio.IncompleteReadError, ConnectionError):
                     break
-                pending = self._answer(frame, host)
+                pending, turn = self._answer(frame, host, turn)
                 await answers.put(pending)
                 if pending.closes:
                     break
@@ -98,7 +109,11 @@ class KafkaServer:
                 await writer.wait_closed()
             self._connections.pop(task, None)
 
-    def _answer(self, frame: bytes, host: str) -> _Pending:
+    def _answer(
+        self, frame: bytes, host: str, turn: asyncio.Future[None]
+    ) -> tuple[_Pending, asyncio.Future[None]]:
+        """The request's answer to come, and the turn of the request after it: done once this
+        one has taken effect. A request that is answered here takes no turn."""
         loop = asyncio.get_running_loop()
         try:
             request = dataclasses.replace(decode_request(frame), client_host=host)
@@ -107,20 +122,36 @@ class KafkaServer:
             # (KIP-511); any other API at a version we did not advertise closes the connection.
             if exc.api_key != ApiKey.API_VERSIONS:
                 log.info("closing a Kafka connection: %s", exc)
-                return _Pending.closing(loop)
+                return _Pending.closing(loop), turn
             answer = api_versions_answer(code("UNSUPPORTED_VERSION"))
-            return _Pending.ready(
-                loop, encode_response_as(ApiKey.API_VERSIONS, 0, exc.correlation_id, answer)
-            )
+            frame = encode_response_as(ApiKey.API_VERSIONS, 0, exc.correlation_id, answer)
+            return _Pending.ready(loop, frame), turn
         except FrameError as exc:
             log.info("closing a Kafka connection: %s", exc)
-            return _Pending.closing(loop)
-        pool = self._waiting_pool if request.api_key in WAITING else self._pool
-        return _Pending(asyncio.ensure_future(loop.run_in_executor(pool, self._handle, request)))
+            return _Pending.closing(loop), turn
+        taken: asyncio.Future[None] = loop.create_future()
 
-    def _handle(self, request: Request) -> bytes | None:
+        def took_effect() -> None:
+            if not taken.done():
+                taken.set_result(None)
+
+        def queued() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                loop.call_soon_threadsafe(took_effect)
+
+        async def in_turn() -> bytes | None:
+            await turn
+            pool = self._waiting_pool if request.api_key in WAITING else self._pool
+            try:
+                return await loop.run_in_executor(pool, self._handle, request, queued)
+            finally:
+                took_effect()  # answered, or failed: the connection moves on (or closes)
+
+        return _Pending(asyncio.ensure_future(in_turn())), taken
+
+    def _handle(self, request: Request, queued: Callable[[], None]) -> bytes | None:
         try:
-            answer = self.handlers.handle(request)
+            answer = self.handlers.handle(request, queued)
         except Exception:
             log.exception("%s v%d failed", request.api_key.name, request.api_version)
             raise

@@ -25,7 +25,13 @@ from tidelog.log import due, keys
 from tidelog.log.entries import LogEntry
 from tidelog.log.flushobject import Extent
 from tidelog.log.head import Head, put_head
-from tidelog.log.producers import BatchRecord, ProducerState, new_state
+from tidelog.log.producers import (
+    BatchRecord,
+    InvalidProducerEpochError,
+    OutOfOrderSequenceError,
+    ProducerState,
+    new_state,
+)
 from tidelog.log.topics import TOPICS_PK, Topic, UnknownTopicError
 from tidelog.log.validate import ProducedBatch
 from tidelog.storage import (
@@ -59,24 +65,38 @@ class OffsetMismatchError(ConflictError):
 
 @dataclass(frozen=True)
 class PartitionAppend:
-    """What one flush appends to one partition: its batches, in order, at ``extent``."""
+    """What one flush appends to one partition: its batches, in order, at ``extent``.
+
+    ``requests`` are where each request's batches end in ``batches`` (empty: one request).
+    A request's batches are accepted or refused together, and one request's refusal (an
+    idempotent producer's bad sequence or epoch) is its own: the others commit.
+    """
 
     topic: Topic
     partition: int
     batches: Sequence[ProducedBatch]
     extent: Extent
     expected_offset: int | None = None
+    requests: tuple[int, ...] = ()
 
     @property
     def key(self) -> tuple[str, int]:
         return (self.topic.topic_id, self.partition)
 
+    @property
+    def request_ends(self) -> tuple[int, ...]:
+        return self.requests or (len(self.batches),)
+
 
 @dataclass(frozen=True)
 class AppendResult:
+    """``refused``: by request (see PartitionAppend.requests), those refused while the
+    partition's others committed; a refused request's batches have no offsets (-1, -1)."""
+
     partition: int
     batch_offsets: tuple[tuple[int, int], ...] = ()  # (base, last) of each batch, in order
     error: TidelogError | None = None
+    refused: Mapping[int, TidelogError] = field(default_factory=dict)
 
     @property
     def base_offset(self) -> int:
@@ -85,6 +105,9 @@ class AppendResult:
     @property
     def last_offset(self) -> int:
         return self.batch_offsets[-1][1]
+
+
+REFUSED = (-1, -1)
 
 
 @dataclass(frozen=True)
@@ -99,18 +122,24 @@ class Run:
     max_timestamp: int
 
 
+ProducerStates = dict[int, tuple[ProducerState | None, ProducerState]]
+
+
 @dataclass
 class Plan:
     append: PartitionAppend
     head: Mapping[str, object] | None
     next_offset: int
     runs: list[Run] = field(default_factory=list)
-    states: dict[int, tuple[ProducerState | None, ProducerState]] = field(default_factory=dict)
+    states: ProducerStates = field(default_factory=dict)
     offsets: list[tuple[int, int]] = field(default_factory=list)
+    # A refusal writes nothing: it stands on the producer states as read (strongly
+    # consistently), so it needs no condition in the commit.
+    refused: dict[int, TidelogError] = field(default_factory=dict)
 
     @property
     def result(self) -> AppendResult:
-        return AppendResult(self.append.partition, tuple(self.offsets))
+        return AppendResult(self.append.partition, tuple(self.offsets), refused=self.refused)
 
     def writes(self, object_key: str, appended_ms: int) -> list[Write]:
         if not self.runs:
@@ -156,7 +185,38 @@ def plan(
     result = Plan(append, head, next_offset)
     position = append.extent.start
     current: list[int] | None = None  # [base, last, start, end, batches, max_ts]
-    for batch in append.batches:
+    first = 0
+    for number, end in enumerate(append.request_ends):
+        batches = append.batches[first:end]
+        first = end
+        before = (result.next_offset, len(result.offsets), len(result.runs), dict(result.states))
+        open_run = None if current is None else list(current)
+        try:
+            current = _plan_request(result, batches, states, position, current)
+        except (OutOfOrderSequenceError, InvalidProducerEpochError) as exc:
+            # Refused whole, as Kafka refuses a partition's records: undo what its earlier
+            # batches planned, and leave its bytes out of every run.
+            result.next_offset, planned, runs, result.states = before
+            del result.offsets[planned:]
+            del result.runs[runs:]
+            _close(result, open_run)
+            current = None
+            result.refused[number] = exc
+            result.offsets += [REFUSED] * len(batches)
+        position += sum(len(b.data) for b in batches)
+    _close(result, current)
+    return result
+
+
+def _plan_request(
+    result: Plan,
+    batches: Sequence[ProducedBatch],
+    states: Mapping[int, ProducerState],
+    position: int,
+    current: list[int] | None,
+) -> list[int] | None:
+    """Plan one request's batches into ``result``; the run still open after them."""
+    for batch in batches:
         size = len(batch.data)
         if batch.idempotent:
             old = states.get(batch.producer_id)
@@ -190,8 +250,7 @@ def plan(
             current[4] += 1
             current[5] = max(current[5], batch.max_timestamp)
         position += size
-    _close(result, current)
-    return result
+    return current
 
 
 def _close(result: Plan, current: list[int] | None) -> None:

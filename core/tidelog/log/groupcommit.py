@@ -39,6 +39,11 @@ class GroupCommitter:
         threading.Thread(target=self._run, name="tidelog-group-commit", daemon=True).start()
 
     def append(self, requests: Sequence[AppendRequest]) -> list[AppendResult]:
+        return [future.result() for future in self.submit(requests)]
+
+    def submit(self, requests: Sequence[AppendRequest]) -> list[Future[AppendResult]]:
+        """Queue ``requests`` for the next flush: they commit after everything submitted
+        before them, and each partition's batches keep the order in which they came."""
         futures: list[Future[AppendResult]] = []
         with self._wake:
             if not self._pending:
@@ -49,7 +54,7 @@ class GroupCommitter:
                 self._bytes += sum(len(b.data) for b in request.batches)
                 futures.append(future)
             self._wake.notify()
-        return [future.result() for future in futures]
+        return futures
 
     def _run(self) -> None:
         taken_so_far = 0
@@ -78,15 +83,19 @@ class GroupCommitter:
 
     def _take(self) -> list[tuple[AppendRequest, Future[AppendResult]]]:
         """Everything pending, except that a conditional append never shares its partition's
-        flush with another request (its expected offset is about the partition alone)."""
+        flush with another request (its expected offset is about the partition alone). What
+        is kept for a partition keeps everything after it too: a partition's order is the
+        order its requests came in."""
         taken: list[tuple[AppendRequest, Future[AppendResult]]] = []
         kept: list[tuple[AppendRequest, Future[AppendResult]]] = []
         seen: dict[tuple[str, int], bool] = {}
+        waiting: set[tuple[str, int]] = set()
         for request, future in self._pending:
             key = (request.topic.topic_id, request.partition)
             conditional = request.expected_offset is not None
-            if key in seen and (conditional or seen[key]):
+            if key in waiting or (key in seen and (conditional or seen[key])):
                 kept.append((request, future))
+                waiting.add(key)
                 continue
             seen[key] = conditional
             taken.append((request, future))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -105,6 +106,15 @@ class Writer:
         one partition succeed or fail together."""
         return self.upload(requests).commit()
 
+    def submit(self, requests: Sequence[AppendRequest]) -> list[Future[AppendResult]]:
+        """``append``, done by the time it returns (GroupCommitter's interface)."""
+        futures: list[Future[AppendResult]] = []
+        for result in self.append(requests):
+            future: Future[AppendResult] = Future()
+            future.set_result(result)
+            futures.append(future)
+        return futures
+
     def upload(self, requests: Sequence[AppendRequest]) -> Upload:
         """A flush's first half: its object staged and stored, nothing committed. Uploads may
         overlap; committing them in the order they were made keeps each partition's order."""
@@ -139,23 +149,29 @@ class Writer:
         merged: dict[tuple[str, int], list[ProducedBatch]] = {}
         topics: dict[tuple[str, int], Topic] = {}
         expected: dict[tuple[str, int], int | None] = {}
-        slices = []  # each request's batches within its partition's merged list
+        ends: dict[tuple[str, int], list[int]] = {}  # where each request's batches end
+        slices = []  # each request's batches within its partition's merged list, and its number
         for request in requests:
             key = (request.topic.topic_id, request.partition)
             batches = merged.setdefault(key, [])
-            slices.append((key, len(batches), len(batches) + len(request.batches)))
+            slices.append(
+                (key, len(batches), len(batches) + len(request.batches), len(ends.get(key, [])))
+            )
             batches.extend(request.batches)
+            ends.setdefault(key, []).append(len(batches))
             topics[key] = request.topic
             expected[key] = request.expected_offset
         appends = [
             PartitionAppend(
-                topics[(e.topic_id, e.partition)],
+                topics[key],
                 e.partition,
-                merged[(e.topic_id, e.partition)],
+                merged[key],
                 e,
-                expected[(e.topic_id, e.partition)],
+                expected[key],
+                tuple(ends[key]),
             )
             for e in stored.extents
+            for key in [(e.topic_id, e.partition)]
         ]
         results, referenced = self._committer.commit(appends, stored.object_key)
         if referenced:
@@ -164,10 +180,7 @@ class Writer:
         else:
             self._settle_unreferenced(stored.object_key, stored.staged)
         return [
-            replace(results[key], batch_offsets=results[key].batch_offsets[start:end])
-            if results[key].error is None
-            else results[key]
-            for key, start, end in slices
+            _request_result(results[key], start, end, number) for key, start, end, number in slices
         ]
 
     def _stale_expectations(self, requests: Sequence[AppendRequest]) -> dict[int, AppendResult]:
@@ -210,6 +223,15 @@ class Writer:
             log.warning("could not record orphan %s; staging keeps it", object_key, exc_info=True)
             return
         self._staging.remove(staged)
+
+
+def _request_result(partition: AppendResult, start: int, end: int, number: int) -> AppendResult:
+    """One request's share of its partition's result: its batches' offsets, or its error."""
+    if partition.error is not None:
+        return partition
+    if number in partition.refused:
+        return AppendResult(partition.partition, error=partition.refused[number])
+    return replace(partition, batch_offsets=partition.batch_offsets[start:end], refused={})
 
 
 def recover_staging(directory: Path, meta: MetadataStore, now_ms: int) -> Recovery:

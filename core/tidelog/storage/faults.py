@@ -12,16 +12,22 @@ A plan may also hold a *latency profile*: each call first waits as long as the s
 on AWS, drawn from a log-normal distribution fitted to a p50 and a p99 (plus transfer time by
 size). ``AWS_LATENCY`` is S3 Standard and DynamoDB in one region, from published figures
 (docs/cost.md cites them); ``TIDELOG_FAULTS=aws-latency`` puts `tidelog dev` under it.
+
+A plan may be *controlled* by a small JSON file another process rewrites (``FaultFile``,
+``TIDELOG_FAULTS=nemesis``): `tidelog chaos` turns faults on and off in running agents with it.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypeVar
 
 from tidelog.storage.errors import StorageUnavailableError
@@ -79,6 +85,9 @@ class FaultPlan:
     resent: float = 0.0
     latency: Mapping[str, Latency] = field(default_factory=dict)
     sleep: Callable[[float], None] = time.sleep
+    spike: float = 0.0  # the chance that a call also stalls for spike_s
+    spike_s: float = 0.0
+    control: FaultFile | None = None
 
     def __post_init__(self) -> None:
         self._random = random.Random(self.seed)  # noqa: S311 - replayable, not secret
@@ -89,6 +98,11 @@ class FaultPlan:
     def aws_latency(cls, seed: int) -> FaultPlan:
         """Every call as slow as on AWS, and none failing."""
         return cls(seed, latency=AWS_LATENCY)
+
+    @classmethod
+    def controlled(cls, seed: int, control: FaultFile) -> FaultPlan:
+        """Faults as ``control`` says at each moment; none while it says nothing."""
+        return cls(seed, control=control)
 
     def run(
         self,
@@ -102,9 +116,14 @@ class FaultPlan:
     ) -> T:
         """``size``: bytes sent, or how to count the bytes received from the result."""
         with self._lock:
+            if self.control is not None:
+                self.control.apply(self)
             roll = self._random.random()
             latency = self.latency.get(kind)
             wait = latency.draw(self._random) if latency is not None else 0.0
+            if self._random.random() < self.spike:
+                wait += self.spike_s
+                latency = latency or Latency(0.001, 0.001)
         if latency is not None and not callable(size):
             self.sleep(wait + latency.transfer(size))
         if roll < self.before:
@@ -122,6 +141,54 @@ class FaultPlan:
             self.injected += 1
             return call()
         return result
+
+
+class FaultFile:
+    """A plan's rates as a JSON file says, re-read when it changes (looked at most every
+    ``every_s``): ``{"before": p, "after": p, "resent": p, "latency": "aws" | "", "spike": p,
+    "spike_s": s}``, any key left out meaning none. A missing or unreadable file means no
+    faults, so a half-written file never stops a process."""
+
+    KEYS = ("before", "after", "resent", "spike", "spike_s")
+
+    def __init__(self, path: Path, *, every_s: float = 0.2) -> None:
+        self.path = path
+        self._every_s = every_s
+        self._looked = -math.inf
+        self._seen: tuple[int, int] | None = None
+
+    def apply(self, plan: FaultPlan) -> None:
+        now = time.monotonic()
+        if now - self._looked < self._every_s:
+            return
+        self._looked = now
+        try:
+            stat = os.stat(self.path)
+            changed: tuple[int, int] | None = (stat.st_mtime_ns, stat.st_ino)
+        except OSError:
+            changed = None
+        if changed == self._seen:
+            return
+        self._seen = changed
+        rates = self.read(self.path)
+        for key in self.KEYS:
+            setattr(plan, key, float(rates.get(key, 0.0)))
+        plan.latency = AWS_LATENCY if rates.get("latency") == "aws" else {}
+
+    @staticmethod
+    def read(path: Path) -> dict[str, float | str]:
+        try:
+            rates = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return rates if isinstance(rates, dict) else {}
+
+    @staticmethod
+    def write(path: Path, rates: Mapping[str, float | str]) -> None:
+        """Replace the file at once (a reader sees the old rates or the new, never half)."""
+        staged = path.with_suffix(".next")
+        staged.write_text(json.dumps(dict(rates)))
+        os.replace(staged, path)
 
 
 class FaultyObjectStore:

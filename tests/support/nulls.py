@@ -1,0 +1,81 @@
+"""Where Kafka puts null in its answers, and where it never does: every nullable field of the
+responses tidelog advertises, judged against Kafka's JSON schemas (a field with "default":
+"null" is null unless set) and the code that fills them. A client parser may choke on a null
+Kafka never sends: librdkafka 2.0 throws a whole Fetch response away for one partition's null
+records, and its consumer is stuck."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Iterator
+from typing import Any
+
+# (API, field path): why Kafka may send null there.
+KAFKA_SENDS_NULL: dict[tuple[str, str], str] = {
+    ("CREATE_PARTITIONS", "results.error_message"): "ApiError.NONE's message is null",
+    ("CREATE_TOPICS", "topics.configs.value"): "a sensitive config's value",
+    ("CREATE_TOPICS", "topics.error_message"): "ApiError.NONE's message is null",
+    ("CREATE_TOPICS", "topics.topic_id"): "kio's reading of the zero UUID",
+    ("DELETE_TOPICS", "responses.error_message"): 'schema default "null"',
+    ("DELETE_TOPICS", "responses.name"): "a topic deleted by id (v6+)",
+    ("DELETE_TOPICS", "responses.topic_id"): "kio's reading of the zero UUID",
+    ("DESCRIBE_CLUSTER", "brokers.rack"): 'schema default "null"',
+    ("DESCRIBE_CLUSTER", "error_message"): 'schema default "null"',
+    ("DESCRIBE_CONFIGS", "results.configs.documentation"): "ConfigDef's missing doc",
+    ("DESCRIBE_CONFIGS", "results.configs.synonyms.value"): "a sensitive config's value",
+    ("DESCRIBE_CONFIGS", "results.configs.value"): "a sensitive config's value",
+    ("DESCRIBE_CONFIGS", "results.error_message"): "ApiError.NONE's message is null",
+    ("DESCRIBE_GROUPS", "groups.members.group_instance_id"): 'schema default "null"',
+    ("FETCH", "responses.partitions.aborted_transactions"): "read_uncommitted fetches",
+    ("FIND_COORDINATOR", "coordinators.error_message"): "ApiError.NONE's message is null",
+    ("FIND_COORDINATOR", "error_message"): "ApiError.NONE's message is null",
+    ("JOIN_GROUP", "members.group_instance_id"): 'schema default "null"',
+    ("JOIN_GROUP", "protocol_name"): "an error's answer (v7+)",
+    ("JOIN_GROUP", "protocol_type"): 'schema default "null"',
+    ("LEAVE_GROUP", "members.group_instance_id"): "a member that left by id",
+    ("METADATA", "brokers.rack"): 'schema default "null"',
+    ("METADATA", "cluster_id"): 'schema default "null"',
+    ("METADATA", "topics.topic_id"): "kio's reading of the zero UUID",
+    ("PRODUCE", "responses.partition_responses.error_message"): 'schema default "null"',
+    ("PRODUCE", "responses.partition_responses.record_errors.batch_index_error_message"): (
+        'schema default "null"'
+    ),
+    ("SYNC_GROUP", "protocol_name"): 'schema default "null"',
+    # An int64, never null on the wire: kio reads its -1 (no LogAppendTime) as None.
+    ("PRODUCE", "responses.partition_responses.log_append_time"): "kio's reading of -1",
+    ("SYNC_GROUP", "protocol_type"): 'schema default "null"',
+}
+
+# Nullable in the schemas, never null from Kafka: tidelog must not send null either.
+KAFKA_NEVER_NULL: dict[tuple[str, str], str] = {
+    ("CREATE_TOPICS", "topics.configs"): "the controller leaves an error's configs empty",
+    ("FETCH", "responses.partitions.records"): "an error's records are MemoryRecords.EMPTY",
+    ("OFFSET_FETCH", "groups.topics.partitions.metadata"): 'NO_METADATA is ""',
+    ("OFFSET_FETCH", "topics.partitions.metadata"): 'NO_METADATA is ""',
+}
+
+
+def nullable_fields(schema: type[Any], path: str = "") -> Iterator[str]:
+    """The paths of every nullable field of a kio response schema."""
+    hints = typing.get_type_hints(schema)
+    for field in dataclasses.fields(schema):
+        hint = hints[field.name]
+        args = typing.get_args(hint)
+        if type(None) in args:
+            yield path + field.name
+        for arg in [a for a in args if a is not type(None)] or [hint]:
+            for inner in typing.get_args(arg) or (arg,):
+                if dataclasses.is_dataclass(inner):
+                    yield from nullable_fields(inner, f"{path}{field.name}.")
+
+
+def nulls(entity: Any, path: str = "") -> Iterator[str]:
+    """The paths of every field that is null in a decoded response."""
+    for field in dataclasses.fields(entity):
+        value = getattr(entity, field.name)
+        if value is None:
+            yield path + field.name
+        for item in value if isinstance(value, tuple) else (value,):
+            if dataclasses.is_dataclass(item) and not isinstance(item, type):
+                yield from nulls(item, f"{path}{field.name}.")
