@@ -8,7 +8,7 @@ AWS_PORT ?= $(or $(TIDELOG_AWS_PORT),4566)
 KAFKA_PORT ?= $(or $(TIDELOG_KAFKA_PORT),9092)
 PYTEST_ARGS ?=
 
-.PHONY: run test lint typecheck unit bench openapi clean install install-dev tools
+.PHONY: run test lint typecheck unit bench chaos openapi clean install install-dev tools
 
 run: $(VENV)/.local  ## install, then serve tidelog on the embedded AWS emulator
 	$(BIN)/tidelog dev --api-port $(API_PORT) --aws-port $(AWS_PORT) --kafka-port $(KAFKA_PORT)
@@ -27,6 +27,14 @@ typecheck: $(VENV)/.dev
 
 bench: $(VENV)/.bench  ## run the benchmarks side by side, write docs/benchmarks.md
 	$(BIN)/python -m benchmarks.run
+
+# Long chaos runs (docs/reliability.md): real clients, agents crashing, stores failing, every
+# history checked. Two runs side by side; each keeps its history under chaos-runs/.
+CHAOS_SECONDS ?= 600
+CHAOS_SEEDS ?= 1 2 3 4 5
+chaos: $(VENV)/.dev  ## long fault runs over several seeds, report into docs/reliability.md
+	$(BIN)/tidelog chaos --seconds $(CHAOS_SECONDS) --seeds $(CHAOS_SEEDS) --parallel 2 \
+		--out chaos-runs --report docs/reliability.md
 
 openapi: $(VENV)/.dev  ## regenerate docs/openapi.json from the handlers
 	$(BIN)/tidelog openapi > docs/openapi.json

@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from tidelog import (
     __version__,
     cli_bench,
+    cli_chaos,
     cli_console,
     cli_doctor,
     cli_groups,
@@ -123,6 +124,7 @@ def parser() -> argparse.ArgumentParser:
     cli_bench.add_commands(commands)
     cli_doctor.add_command(commands)
     cli_console.add_command(commands)
+    cli_chaos.add_command(commands)
     return top
 
 
@@ -133,20 +135,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.files += extra  # argparse takes positionals in one run: `produce t -q FILE`
     elif extra:
         top.error(f"unrecognized arguments: {' '.join(extra)}")
-    if args.command == "agent":
-        return _agent(args)
-    if args.command in ("topic", "offsets"):
-        return cli_topics.run(args)
-    if args.command in ("produce", "consume"):
-        return cli_records.run(args)
-    if args.command == "group":
-        return cli_groups.run(args)
-    if args.command == "bench":
-        return cli_bench.run(args)
-    if args.command == "doctor":
-        return cli_doctor.run(args)
-    if args.command == "console":
-        return cli_console.run(args)
+    command = COMMANDS.get(args.command)
+    if command is not None:
+        return command(args)
     try:
         from tidelog.local import dev, openapi  # noqa: PLC0415 - the local extra, on demand
     except ImportError as exc:
@@ -196,6 +187,20 @@ def _agent(args: argparse.Namespace) -> int:
         print(f"tidelog agent: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "agent": _agent,
+    "topic": cli_topics.run,
+    "offsets": cli_topics.run,
+    "produce": cli_records.run,
+    "consume": cli_records.run,
+    "group": cli_groups.run,
+    "bench": cli_bench.run,
+    "doctor": cli_doctor.run,
+    "console": cli_console.run,
+    "chaos": cli_chaos.run,
+}
 
 
 if __name__ == "__main__":

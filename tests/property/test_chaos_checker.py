@@ -312,6 +312,18 @@ def test_a_planted_anomaly_is_found(kind, model, data):
     assert kind in result.anomalies, (kind, result.summary())
 
 
+def test_a_send_acknowledged_without_an_offset_must_still_be_in_the_log():
+    # Kafka's DUPLICATE_SEQUENCE_NUMBER: delivered, at an offset the client is not told.
+    sent = [
+        Op("p0", "invoke", "send", {"value": "p0-0"}, 1),
+        Op("p0", "ok", "send", {"value": "p0-0", "partition": 0, "offset": -1001}, 2),
+    ]
+    read = {"reader": "kafka", "partition": 0, "records": [[0, "p0-0"]]}
+    assert check([*sent, Op("final", "ok", "read", read, 3)]).valid
+    nothing = {**read, "records": []}
+    assert "lost" in check([*sent, Op("final", "ok", "read", nothing, 3)]).anomalies
+
+
 def test_unknown_sends_that_were_written_are_reported_as_information():
     ops = [
         Op("p0", "invoke", "send", {"value": "p0-0"}, 1),

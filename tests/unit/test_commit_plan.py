@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import pytest
 
-from tidelog.log.commit import OffsetMismatchError, PartitionAppend, plan
+from tidelog.log.commit import Committer, OffsetMismatchError, PartitionAppend, plan
 from tidelog.log.flushobject import Extent
 from tidelog.log.producers import (
     BatchRecord,
+    DuplicateSequenceError,
     InvalidProducerEpochError,
     OutOfOrderSequenceError,
     ProducerState,
     in_sequence,
 )
-from tidelog.log.topics import Topic
+from tidelog.log.topics import TOPICS_PK, Topic
 from tidelog.log.validate import ProducedBatch
+from tidelog.storage import Put, StorageUnavailableError
+from tidelog.storage.memory import MemoryMetadataStore
 
 TOPIC = Topic("t", "00000000-0000-0000-0000-000000000001", 1)
 
@@ -204,3 +207,86 @@ def test_later_requests_of_a_refused_producer_are_refused_too():
     )
     assert set(result.refused) == {0, 1}
     assert result.runs == []
+
+
+def kept(*ranges, epoch=0):
+    """A producer state (id 5) keeping these (first, last) sequence ranges."""
+    state = ProducerState(5, epoch)
+    for i, (first, last) in enumerate(ranges):
+        state = state.appended(epoch, BatchRecord(first, last, 100 + i, 100 + i, 0))
+    return {5: state}
+
+
+def test_a_retry_older_than_the_kept_batches_is_a_duplicate_not_out_of_order():
+    # Sequences 0-9 written one a batch; five are kept (5-9). A retry of sequence 2 was
+    # certainly written: answered out of order, librdkafka would write it again under a new
+    # epoch (found by the chaos runs, seeds 3, 4 and 5).
+    states = kept(*((i, i) for i in range(10)))
+    result = plan(append(produced(1, 5, 0, 2)), HEAD, states)
+    assert isinstance(refused(result), DuplicateSequenceError)
+    assert refused(result).kafka_error.name == "DUPLICATE_SEQUENCE_NUMBER"
+    assert (result.next_offset, result.states) == (20, {})
+
+
+def test_a_request_of_old_and_kept_duplicates_is_a_duplicate():
+    states = kept(*((i, i) for i in range(10)))
+    result = plan(append(produced(1, 5, 0, 3), produced(1, 5, 0, 9), requests=(2,)), HEAD, states)
+    assert isinstance(refused(result), DuplicateSequenceError)
+
+
+def test_a_request_mixing_old_duplicates_and_new_batches_is_refused_whole():
+    # Answered as a duplicate, the new batch would be taken for written and lost.
+    states = kept(*((i, i) for i in range(10)))
+    result = plan(append(produced(1, 5, 0, 3), produced(1, 5, 0, 10), requests=(2,)), HEAD, states)
+    assert isinstance(refused(result), OutOfOrderSequenceError)
+    assert result.states == {}
+
+
+@pytest.mark.parametrize(
+    ("epoch", "first", "last"),
+    [
+        (1, 2, 2),  # another epoch: its own sequence, from 0
+        (0, 9, 11),  # reaches past what was written
+        (0, 11, 11),  # a gap ahead
+    ],
+)
+def test_only_what_was_certainly_written_counts_as_a_duplicate(epoch, first, last):
+    states = kept(*((i, i) for i in range(10)))
+    batch = produced(last - first + 1, 5, epoch, first)
+    result = plan(append(batch), HEAD, states)
+    assert not isinstance(result.refused.get(0), DuplicateSequenceError)
+
+
+class LandsThenLosesTheAnswer(MemoryMetadataStore):
+    """A transaction lands and its answer is lost; the read that would tell fails too."""
+
+    def transact(self, ops):
+        super().transact(ops)
+        raise StorageUnavailableError("answer lost", ambiguous=True)
+
+    def get(self, pk, sk):
+        if sk.startswith("idx#"):
+            raise StorageUnavailableError("read failed")
+        return super().get(pk, sk)
+
+
+@pytest.mark.parametrize(
+    ("store", "answer"),
+    [
+        (LandsThenLosesTheAnswer, "REQUEST_TIMED_OUT"),  # maybe written: retry the same sequence
+        (MemoryMetadataStore, None),
+    ],
+)
+def test_a_commit_whose_outcome_is_unknown_is_answered_as_maybe_written(store, answer):
+    # KAFKA_STORAGE_ERROR tells librdkafka "not written": after an epoch bump it would write
+    # the batch again. REQUEST_TIMED_OUT is Kafka's "may have been written".
+    meta = store()
+    topic = Put({"pk": TOPICS_PK, "sk": TOPIC.name, "topic_id": TOPIC.topic_id})
+    MemoryMetadataStore.transact(meta, [topic])  # landed, and answered
+    committer = Committer(
+        meta, clock_ms=lambda: 0, sleep=lambda _: None, jitter=lambda: 0.5, attempts=1
+    )
+    batch = produced(1, 5, 0, 0)
+    results, _ = committer.commit([append(batch)], "data/flush/x")
+    error = results[(TOPIC.topic_id, 0)].error
+    assert (error.kafka_error.name if error else None) == answer

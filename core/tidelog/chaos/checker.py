@@ -53,6 +53,9 @@ class Facts:
 
     ops: Sequence[Op]
     acked: dict[str, Location] = field(default_factory=dict)  # value -> where acknowledged
+    # Acknowledged without an offset (Kafka's DUPLICATE_SEQUENCE_NUMBER: written before, its
+    # offset no longer known): must be in the log, anywhere.
+    acked_somewhere: set[str] = field(default_factory=set)
     sends: dict[str, str] = field(default_factory=dict)  # value -> ok, fail or info
     producer_order: dict[str, list[str]] = field(default_factory=dict)  # process -> values
     final: dict[str, dict[int, list[tuple[int, str]]]] = field(default_factory=dict)
@@ -79,8 +82,10 @@ class Facts:
                     continue
                 invoked.pop(name, None)
                 self.sends[name] = op.type
-                if op.type == "ok":
+                if op.type == "ok" and int(value["offset"]) >= 0:
                     self.acked[name] = (int(value["partition"]), int(value["offset"]))
+                elif op.type == "ok":
+                    self.acked_somewhere.add(name)
             elif op.f == "poll" and op.type == "ok":
                 if value.get("group"):
                     self.group_processes.add(process)
@@ -133,6 +138,8 @@ def lost(facts: Facts) -> Iterator[Anomaly]:
                     "lost",
                     {"value": value, "partition": partition, "offset": offset, "reader": reader},
                 )
+        for value in sorted(facts.acked_somewhere - values):
+            yield Anomaly("lost", {"value": value, "offset": None, "reader": reader})
 
 
 def duplicates(facts: Facts) -> Iterator[Anomaly]:

@@ -335,7 +335,12 @@ class Producer:
                     backoff = self.config.retry_backoff_ms / 1000
                     time.sleep(max(0.0, min(backoff, deadline - time.monotonic())))
         except TidelogError as exc:
-            error = exc
+            if exc.kafka_error.name == "DUPLICATE_SEQUENCE_NUMBER":
+                # Written before, its offsets no longer kept: delivered, as Kafka's clients
+                # take it, at an offset not known (-1).
+                answer = {"base_offset": -1}
+            else:
+                error = exc
         self._complete(key, batch, answer, error)
 
     def _build(self, key: tuple[str, int], batch: _Batch) -> bytes:
@@ -398,10 +403,11 @@ class Producer:
         append_time = int(answer.get("log_append_time", -1)) if answer else -1
         for i, record in enumerate(batch.records):
             if error is None:
+                base = int(answer["base_offset"])
                 metadata = RecordMetadata(
                     topic,
                     partition,
-                    int(answer["base_offset"]) + i,
+                    base + i if base >= 0 else -1,
                     append_time if append_time >= 0 else record.timestamp,
                 )
                 record.future.set_result(metadata)

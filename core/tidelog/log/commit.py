@@ -27,6 +27,7 @@ from tidelog.log.flushobject import Extent
 from tidelog.log.head import Head, put_head
 from tidelog.log.producers import (
     BatchRecord,
+    DuplicateSequenceError,
     InvalidProducerEpochError,
     OutOfOrderSequenceError,
     ProducerState,
@@ -193,7 +194,7 @@ def plan(
         open_run = None if current is None else list(current)
         try:
             current = _plan_request(result, batches, states, position, current)
-        except (OutOfOrderSequenceError, InvalidProducerEpochError) as exc:
+        except (OutOfOrderSequenceError, InvalidProducerEpochError, DuplicateSequenceError) as exc:
             # Refused whole, as Kafka refuses a partition's records: undo what its earlier
             # batches planned, and leave its bytes out of every run.
             result.next_offset, planned, runs, result.states = before
@@ -215,7 +216,10 @@ def _plan_request(
     position: int,
     current: list[int] | None,
 ) -> list[int] | None:
-    """Plan one request's batches into ``result``; the run still open after them."""
+    """Plan one request's batches into ``result``; the run still open after them. A request
+    holding a batch written before whose offsets are no longer kept is refused whole:
+    DUPLICATE_SEQUENCE_NUMBER if all its batches were written before, else out of order."""
+    forgotten = written = 0
     for batch in batches:
         size = len(batch.data)
         if batch.idempotent:
@@ -234,6 +238,11 @@ def _plan_request(
                 current = None
                 position += size
                 continue
+            if state.written_before(batch.producer_epoch, batch.base_sequence, batch.last_sequence):
+                forgotten += 1
+                result.offsets.append(REFUSED)
+                position += size
+                continue
             state.check(batch.producer_epoch, batch.base_sequence)
         base, last = result.next_offset, result.next_offset + batch.record_count - 1
         result.next_offset = last + 1
@@ -250,6 +259,16 @@ def _plan_request(
             current[4] += 1
             current[5] = max(current[5], batch.max_timestamp)
         position += size
+        written += 1
+    if forgotten and written:
+        raise OutOfOrderSequenceError(
+            f"a request mixes {forgotten} batch(es) written before with {written} new one(s)"
+        )
+    if forgotten:
+        raise DuplicateSequenceError(
+            f"{forgotten} batch(es) of this request were written before; their offsets are no "
+            "longer kept"
+        )
     return current
 
 
@@ -268,6 +287,9 @@ class _Progress:
 
     results: dict[tuple[str, int], AppendResult] = field(default_factory=dict)
     referenced: bool = False  # some index item now points at the object
+    # Partitions an attempt of which may have committed, unconfirmed: if no later attempt
+    # settles them, their requests must hear "maybe written", never "not written".
+    uncertain: set[tuple[str, int]] = field(default_factory=set)
 
 
 class Committer:
@@ -314,14 +336,21 @@ class Committer:
             self._write(plans, object_key, progress)
             pending = [a for a in pending if a.key not in results]
         for append in pending:
-            results[append.key] = AppendResult(
-                append.partition,
-                error=RetriableError(
-                    f"could not commit to partition {append.partition} of {append.topic.name!r} "
-                    f"after {self._attempts} attempts: the partition is contended or storage is "
-                    "unavailable; retry"
-                ),
-            )
+            where = f"partition {append.partition} of {append.topic.name!r}"
+            if append.key in progress.uncertain:
+                # Kafka's answer when acks=all times out: it may have been written. Clients
+                # retry the same sequence, which is then found a duplicate if it was.
+                error = RetriableError(
+                    f"the commit to {where} may or may not have happened (storage answered "
+                    "ambiguously); retry",
+                    kafka_error="REQUEST_TIMED_OUT",
+                )
+            else:
+                error = RetriableError(
+                    f"could not commit to {where} after {self._attempts} attempts: the "
+                    "partition is contended or storage is unavailable; retry"
+                )
+            results[append.key] = AppendResult(append.partition, error=error)
         return results, progress.referenced
 
     def _plan(self, append: PartitionAppend) -> Plan:
@@ -375,7 +404,9 @@ class Committer:
             if p.append.topic.topic_id in deleted_topics:
                 error = UnknownTopicError(f"topic {p.append.topic.name!r} was deleted")
                 progress.results[p.append.key] = AppendResult(p.append.partition, error=error)
-            elif self._landed(p, object_key):
+            elif (landed := self._landed(p, object_key)) is None:
+                progress.uncertain.add(p.append.key)
+            elif landed:
                 self._committed(p, progress)
 
     def _committed(self, p: Plan, progress: _Progress) -> None:
@@ -409,15 +440,16 @@ class Committer:
             for p in group:
                 self._heads.pop(p.append.key, None)
 
-    def _landed(self, p: Plan, object_key: str) -> bool:
-        """Did an earlier attempt of exactly this plan commit? Its first index item says."""
+    def _landed(self, p: Plan, object_key: str) -> bool | None:
+        """Did an earlier attempt of exactly this plan commit? Its first index item says;
+        None if it cannot be read."""
         if not p.runs:
             return False
         run = p.runs[0]
         try:
             item = self._meta.get(keys.log_pk(*p.append.key), keys.index_sk(run.base_offset))
         except StorageUnavailableError:
-            return False
+            return None
         return (
             item is not None and item.get("object") == object_key and item.get("start") == run.start
         )

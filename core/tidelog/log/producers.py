@@ -5,13 +5,23 @@ Per producer and partition the log keeps the producer's epoch and its last five 
 retry: it is not written again, and its original offsets are returned. Otherwise it must carry
 the current or a newer epoch (INVALID_PRODUCER_EPOCH) and continue the sequence without a gap
 (OUT_OF_ORDER_SEQUENCE_NUMBER); a new epoch, or a producer the partition has not seen, starts at 0.
+
+One case differs from Kafka, because it cannot arise there: a retry of a batch older than the
+five kept, whose sequences all lie at or below the last written one in the current epoch. An
+epoch's sequences start at 0 and advance only by being written, so that batch certainly was:
+it is answered DUPLICATE_SEQUENCE_NUMBER, which Kafka's clients take as delivered, without
+offsets. Kafka answers OUT_OF_ORDER_SEQUENCE_NUMBER, since with a connection's requests
+served one at a time and five in flight its window always holds a retry. An agent goes on
+serving a connection its client gave up on, and several agents may hold one producer's
+requests at once, so a retry can fall behind the window; answered out of order, librdkafka
+takes its batch for unwritten, bumps its epoch and writes it again.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tidelog.errors import InvalidRequestError
+from tidelog.errors import ConflictError, InvalidRequestError
 from tidelog.records.varint import INT32_MAX
 
 RETAINED_BATCHES = 5
@@ -23,6 +33,12 @@ class OutOfOrderSequenceError(InvalidRequestError):
 
 class InvalidProducerEpochError(InvalidRequestError):
     default_kafka_error = "INVALID_PRODUCER_EPOCH"
+
+
+class DuplicateSequenceError(ConflictError):
+    """The batch was written before, and its offsets are no longer kept."""
+
+    default_kafka_error = "DUPLICATE_SEQUENCE_NUMBER"
 
 
 @dataclass(frozen=True)
@@ -52,6 +68,12 @@ class ProducerState:
             if (kept.first_sequence, kept.last_sequence) == (first, last):
                 return kept
         return None
+
+    def written_before(self, epoch: int, first: int, last: int) -> bool:
+        """Were all of ``first``..``last`` written in ``epoch`` already (kept or not)?"""
+        return (
+            epoch == self.epoch and bool(self.batches) and 0 <= first <= last <= self.last_sequence
+        )
 
     def check(self, epoch: int, first: int) -> None:
         """Raise unless a new batch from ``epoch`` starting at ``first`` may be appended."""

@@ -87,6 +87,7 @@ class FaultPlan:
     sleep: Callable[[float], None] = time.sleep
     spike: float = 0.0  # the chance that a call also stalls for spike_s
     spike_s: float = 0.0
+    only: str = ""  # faults strike only calls whose kind starts so ("s3.", "dynamodb.")
     control: FaultFile | None = None
 
     def __post_init__(self) -> None:
@@ -118,7 +119,7 @@ class FaultPlan:
         with self._lock:
             if self.control is not None:
                 self.control.apply(self)
-            roll = self._random.random()
+            roll = self._random.random() if kind.startswith(self.only) else 1.0
             latency = self.latency.get(kind)
             wait = latency.draw(self._random) if latency is not None else 0.0
             if self._random.random() < self.spike:
@@ -145,9 +146,13 @@ class FaultPlan:
 
 class FaultFile:
     """A plan's rates as a JSON file says, re-read when it changes (looked at most every
-    ``every_s``): ``{"before": p, "after": p, "resent": p, "latency": "aws" | "", "spike": p,
-    "spike_s": s}``, any key left out meaning none. A missing or unreadable file means no
-    faults, so a half-written file never stops a process."""
+    ``every_s``): ``{"before": p, "after": p, "resent": p, "only": "s3.", "latency": "aws" |
+    "", "spike": p, "spike_s": s}``, any key left out meaning none. A missing or unreadable
+    file means no faults, so a half-written file never stops a process.
+
+    Whenever the rates change, a process first appends how many faults it has injected so far
+    to ``<path>.injected`` (``{"pid": p, "injected": n}`` a line), so a run can show that its
+    faults struck."""
 
     KEYS = ("before", "after", "resent", "spike", "spike_s")
 
@@ -156,6 +161,7 @@ class FaultFile:
         self._every_s = every_s
         self._looked = -math.inf
         self._seen: tuple[int, int] | None = None
+        self._reported = 0
 
     def apply(self, plan: FaultPlan) -> None:
         now = time.monotonic()
@@ -170,9 +176,15 @@ class FaultFile:
         if changed == self._seen:
             return
         self._seen = changed
+        if plan.injected != self._reported:
+            self._reported = plan.injected
+            line = json.dumps({"pid": os.getpid(), "injected": plan.injected})
+            with self.path.with_name(self.path.name + ".injected").open("a") as out:
+                out.write(line + "\n")
         rates = self.read(self.path)
         for key in self.KEYS:
             setattr(plan, key, float(rates.get(key, 0.0)))
+        plan.only = str(rates.get("only", ""))
         plan.latency = AWS_LATENCY if rates.get("latency") == "aws" else {}
 
     @staticmethod
@@ -182,6 +194,24 @@ class FaultFile:
         except (OSError, ValueError):
             return {}
         return rates if isinstance(rates, dict) else {}
+
+    @staticmethod
+    def injected(path: Path) -> int:
+        """The faults the processes under ``path`` reported injecting."""
+        latest: dict[int, int] = {}
+        try:
+            lines = path.with_name(path.name + ".injected").read_text().splitlines()
+        except OSError:
+            return 0
+        for line in lines:
+            try:
+                report = json.loads(line)
+                latest[int(report["pid"])] = max(
+                    latest.get(int(report["pid"]), 0), int(report["injected"])
+                )
+            except (ValueError, KeyError, TypeError):
+                continue
+        return sum(latest.values())
 
     @staticmethod
     def write(path: Path, rates: Mapping[str, float | str]) -> None:
