@@ -113,7 +113,16 @@ def test_idempotent_producer_over_http(dev, topic):
     first = call(dev, "POST", path, kafka_python_batch(2, pid, epoch, 0), BATCH)[1]
     retry = call(dev, "POST", path, kafka_python_batch(2, pid, epoch, 0), BATCH)[1]
     assert retry == first  # the same offsets: not written again
+    # A gap (2-4 have not landed) is "retry": they may still be in flight elsewhere.
     status, body = call(dev, "POST", path, kafka_python_batch(1, pid, epoch, 5), BATCH)
+    assert (status, body["error"], body["error_code"], body["retriable"]) == (
+        503,
+        "REQUEST_TIMED_OUT",
+        7,
+        True,
+    )
+    # Overlapping what was written (1 again, with 2): out of order, for good.
+    status, body = call(dev, "POST", path, kafka_python_batch(2, pid, epoch, 1), BATCH)
     assert (status, body["error"], body["error_code"]) == (400, "OUT_OF_ORDER_SEQUENCE_NUMBER", 45)
     status, body = call(
         dev, "POST", path, kafka_python_batch(1, pid, epoch - 1 if epoch else -2, 2), BATCH

@@ -3,9 +3,17 @@ ProducerStateManagerTest rules)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from tidelog.log.commit import Committer, OffsetMismatchError, PartitionAppend, plan
+from tidelog.log.commit import (
+    Committer,
+    OffsetMismatchError,
+    PartitionAppend,
+    WithdrawnError,
+    plan,
+)
 from tidelog.log.flushobject import Extent
 from tidelog.log.producers import (
     BatchRecord,
@@ -13,6 +21,7 @@ from tidelog.log.producers import (
     InvalidProducerEpochError,
     OutOfOrderSequenceError,
     ProducerState,
+    SequenceGapError,
     in_sequence,
 )
 from tidelog.log.topics import TOPICS_PK, Topic
@@ -82,17 +91,30 @@ def test_a_retried_batch_keeps_its_offsets_and_splits_the_runs():
     assert [b.first_sequence for b in new.batches] == [0, 3]
 
 
-def test_sequences_must_continue():
+def test_a_gap_waits_for_the_batches_before_it():
+    # Sequence 3 has not landed: 4 is answered "retry" (REQUEST_TIMED_OUT), not out of order,
+    # since 3 may still be in flight in another agent (librdkafka would start a new epoch and
+    # write it twice; see tidelog.log.producers).
     state = ProducerState(5, 0, (BatchRecord(0, 2, 0, 2, 0),))
     result = plan(
         append(produced(1, 5, 0, 4)), {"next_offset": 3, "log_start_offset": 0}, {5: state}
     )
-    assert isinstance(refused(result), OutOfOrderSequenceError)
+    assert isinstance(refused(result), SequenceGapError)
+    assert refused(result).kafka_error.name == "REQUEST_TIMED_OUT"
+    assert refused(result).retriable
     assert (result.next_offset, result.offsets, result.states) == (3, [(-1, -1)], {})
 
 
+def test_a_batch_overlapping_what_was_written_is_out_of_order():
+    state = ProducerState(5, 0, (BatchRecord(0, 2, 0, 2, 0),))
+    result = plan(
+        append(produced(2, 5, 0, 2)), {"next_offset": 3, "log_start_offset": 0}, {5: state}
+    )
+    assert isinstance(refused(result), OutOfOrderSequenceError)
+
+
 def test_new_producers_and_new_epochs_start_at_zero():
-    assert "expected 0" in str(refused(plan(append(produced(1, 9, 0, 1)), None, {})))
+    assert "0 (expected)" in str(refused(plan(append(produced(1, 9, 0, 1)), None, {})))
     state = ProducerState(5, 0, (BatchRecord(0, 2, 0, 2, 0),))
     result = plan(
         append(produced(1, 5, 1, 0)), {"next_offset": 3, "log_start_offset": 0}, {5: state}
@@ -101,7 +123,7 @@ def test_new_producers_and_new_epochs_start_at_zero():
     result = plan(
         append(produced(1, 5, 1, 3)), {"next_offset": 3, "log_start_offset": 0}, {5: state}
     )
-    assert isinstance(refused(result), OutOfOrderSequenceError)
+    assert isinstance(refused(result), SequenceGapError)  # a new epoch starts at 0
 
 
 def test_an_old_epoch_is_fenced():
@@ -144,7 +166,7 @@ def test_a_refused_request_is_its_own_the_others_in_the_flush_commit():
         states,
     )
     assert set(result.refused) == {1}
-    assert isinstance(result.refused[1], OutOfOrderSequenceError)
+    assert isinstance(result.refused[1], SequenceGapError)
     assert result.offsets == [(20, 21), (-1, -1), (22, 24)]
     assert result.next_offset == 25
     # the refused batch's bytes (108-208) are in no run; the others' are
@@ -290,3 +312,13 @@ def test_a_commit_whose_outcome_is_unknown_is_answered_as_maybe_written(store, a
     results, _ = committer.commit([append(batch)], "data/flush/x")
     error = results[(TOPIC.topic_id, 0)].error
     assert (error.kafka_error.name if error else None) == answer
+
+
+def test_a_withdrawn_request_is_left_out_and_the_others_commit():
+    appending = dataclasses.replace(
+        append(produced(1), produced(2), produced(1), requests=(1, 2, 3)), withdrawn=frozenset({1})
+    )
+    result = plan(appending, HEAD, {})
+    assert isinstance(result.refused[1], WithdrawnError)
+    assert result.offsets == [(20, 20), (-1, -1), (21, 21)]
+    assert [(r.start, r.end) for r in result.runs] == [(8, 108), (208, 308)]

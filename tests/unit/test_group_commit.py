@@ -3,6 +3,7 @@ overlapping flushes commit in the order they were taken."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 
@@ -180,3 +181,29 @@ def test_no_more_than_in_flight_flushes_at_once():
     results = [r for answered in answers for r in answered.values()]
     assert len(results) == 3
     assert all(r.error is None for r in results)
+
+
+def test_a_request_whose_client_is_gone_is_withdrawn_before_it_is_sent():
+    writer = RecordingWriter()
+    committer = GroupCommitter(writer, flush_ms=200, flush_bytes=10**9, in_flight=1)
+    gone = threading.Event()
+    kept, withdrawn = request(0), dataclasses.replace(request(0), withdrawn=gone)
+    gone.set()  # the connection closed while the request waited for its flush
+    futures = committer.submit([withdrawn, kept])
+    results = [f.result(10) for f in futures]
+    assert results[0].error is not None
+    assert results[0].error.kafka_error.name == "REQUEST_TIMED_OUT"
+    assert results[1].error is None
+    assert writer.flushes == [[kept]]
+
+
+def test_a_conditional_append_keeps_the_partitions_order_behind_it():
+    # What comes after a request kept back for its partition waits with it.
+    writer = RecordingWriter()
+    committer = GroupCommitter(writer, flush_ms=200, flush_bytes=10**9, in_flight=1)
+    first, conditional, after = request(0), request(0, expected=1), request(0)
+    futures = committer.submit([first, conditional, after])
+    for future in futures:
+        future.result(10)
+    order = [r for flush in writer.commits for r in flush]
+    assert order == [first, conditional, after]

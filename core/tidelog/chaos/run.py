@@ -9,7 +9,6 @@ checker's verdict), ``schedule.json`` (the faults, from the seed) and ``logs/``.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import socket
@@ -27,8 +26,6 @@ from tidelog.chaos.checker import Result, check
 from tidelog.chaos.history import HistoryWriter, read_history, write_history
 from tidelog.chaos.nemesis import Fault
 from tidelog.storage.faults import FaultFile
-
-log = logging.getLogger(__name__)
 
 TOPIC = "chaos"
 GROUP = "chaos-readers"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import io
 import struct
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
 from typing import Any
@@ -58,6 +59,8 @@ class Request:
     client_id: str | None
     body: Any  # the kio entity of that API and version
     client_host: str = ""  # where the connection came from, as Kafka names it: "/10.0.0.7"
+    # Set once the connection it came on has closed: its client will never hear the answer.
+    gone: threading.Event | None = None
 
 
 def frame_size(prefix: bytes) -> int:

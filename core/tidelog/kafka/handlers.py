@@ -174,6 +174,10 @@ class Handlers:
         if field(body, "transactional_id") is not None:
             return self._refuse_produce(body, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
         now = runtime.clock_ms()
+        # A client that closed its connection holds the outcome unknown and may already have
+        # sent the batches again (under a new epoch, even): what has not committed yet is
+        # withdrawn. acks=0 is written whatever happens to the connection, as on Kafka.
+        withdrawn = request.gone if int(field(body, "acks", -1)) != 0 else None
         placed: list[tuple[str, int, Topic | None, AppendRequest | TidelogError]] = []
         for topic_data in items(body.topic_data):
             name = str(topic_data.name)
@@ -183,7 +187,8 @@ class Handlers:
                     found = runtime.topic_cache().get(name, index)
                     found.check_partition(index)
                     batches = parse_raw(found, bytes(partition_data.records or b""), now)
-                    placed.append((name, index, found, AppendRequest(found, index, batches)))
+                    asked = AppendRequest(found, index, batches, withdrawn=withdrawn)
+                    placed.append((name, index, found, asked))
                 except TidelogError as exc:
                     placed.append((name, index, None, exc))
         appends = [a for _, _, _, a in placed if isinstance(a, AppendRequest)]

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -89,19 +90,21 @@ class KafkaServer:
         responder = asyncio.create_task(self._respond(answers, writer))
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         turn.set_result(None)  # the first request may start at once
+        gone = threading.Event()
         try:
             while True:
                 try:
                     frame = await reader.readexactly(frame_size(await reader.readexactly(4)))
                 except (asyncio.IncompleteReadError, ConnectionError):
                     break
-                pending, turn = self._answer(frame, host, turn)
+                pending, turn = self._answer(frame, host, gone, turn)
                 await answers.put(pending)
                 if pending.closes:
                     break
         except FrameError as exc:
             log.info("closing a Kafka connection: %s", exc)
         finally:
+            gone.set()  # what it asked and has not committed need not be (see Handlers.produce)
             await answers.put(None)  # the responder drains the queue whatever happened
             await responder
             writer.close()
@@ -110,13 +113,13 @@ class KafkaServer:
             self._connections.pop(task, None)
 
     def _answer(
-        self, frame: bytes, host: str, turn: asyncio.Future[None]
+        self, frame: bytes, host: str, gone: threading.Event, turn: asyncio.Future[None]
     ) -> tuple[_Pending, asyncio.Future[None]]:
         """The request's answer to come, and the turn of the request after it: done once this
         one has taken effect. A request that is answered here takes no turn."""
         loop = asyncio.get_running_loop()
         try:
-            request = dataclasses.replace(decode_request(frame), client_host=host)
+            request = dataclasses.replace(decode_request(frame), client_host=host, gone=gone)
         except UnsupportedVersionError as exc:
             # ApiVersions at a version we do not know is answered at v0 with our versions
             # (KIP-511); any other API at a version we did not advertise closes the connection.

@@ -31,6 +31,7 @@ from tidelog.log.producers import (
     InvalidProducerEpochError,
     OutOfOrderSequenceError,
     ProducerState,
+    SequenceGapError,
     new_state,
 )
 from tidelog.log.topics import TOPICS_PK, Topic, UnknownTopicError
@@ -70,7 +71,8 @@ class PartitionAppend:
 
     ``requests`` are where each request's batches end in ``batches`` (empty: one request).
     A request's batches are accepted or refused together, and one request's refusal (an
-    idempotent producer's bad sequence or epoch) is its own: the others commit.
+    idempotent producer's bad sequence or epoch) is its own: the others commit. ``withdrawn``
+    requests (by number) are left out: their clients are gone.
     """
 
     topic: Topic
@@ -79,6 +81,7 @@ class PartitionAppend:
     extent: Extent
     expected_offset: int | None = None
     requests: tuple[int, ...] = ()
+    withdrawn: frozenset[int] = frozenset()
 
     @property
     def key(self) -> tuple[str, int]:
@@ -174,6 +177,21 @@ class Plan:
         return writes
 
 
+class WithdrawnError(RetriableError):
+    """A request whose client went away before it committed (nobody hears this answer)."""
+
+    default_kafka_error = "REQUEST_TIMED_OUT"
+
+
+REFUSALS = (
+    WithdrawnError,
+    OutOfOrderSequenceError,
+    SequenceGapError,
+    InvalidProducerEpochError,
+    DuplicateSequenceError,
+)
+
+
 def plan(
     append: PartitionAppend,
     head: Mapping[str, object] | None,
@@ -193,8 +211,10 @@ def plan(
         before = (result.next_offset, len(result.offsets), len(result.runs), dict(result.states))
         open_run = None if current is None else list(current)
         try:
+            if number in append.withdrawn:
+                raise WithdrawnError("the client is gone: its request was withdrawn uncommitted")
             current = _plan_request(result, batches, states, position, current)
-        except (OutOfOrderSequenceError, InvalidProducerEpochError, DuplicateSequenceError) as exc:
+        except REFUSALS as exc:
             # Refused whole, as Kafka refuses a partition's records: undo what its earlier
             # batches planned, and leave its bytes out of every run.
             result.next_offset, planned, runs, result.states = before

@@ -18,7 +18,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from tidelog.log.commit import AppendResult
+from tidelog.log.commit import AppendResult, WithdrawnError
 from tidelog.log.writer import AppendRequest, Upload, Writer
 
 
@@ -85,12 +85,16 @@ class GroupCommitter:
         """Everything pending, except that a conditional append never shares its partition's
         flush with another request (its expected offset is about the partition alone). What
         is kept for a partition keeps everything after it too: a partition's order is the
-        order its requests came in."""
+        order its requests came in. Withdrawn requests are dropped."""
         taken: list[tuple[AppendRequest, Future[AppendResult]]] = []
         kept: list[tuple[AppendRequest, Future[AppendResult]]] = []
         seen: dict[tuple[str, int], bool] = {}
         waiting: set[tuple[str, int]] = set()
         for request, future in self._pending:
+            if request.is_withdrawn:
+                error = WithdrawnError("the client is gone: its request was withdrawn unsent")
+                future.set_result(AppendResult(request.partition, error=error))
+                continue
             key = (request.topic.topic_id, request.partition)
             conditional = request.expected_offset is not None
             if key in waiting or (key in seen and (conditional or seen[key])):

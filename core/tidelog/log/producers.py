@@ -6,22 +6,31 @@ retry: it is not written again, and its original offsets are returned. Otherwise
 the current or a newer epoch (INVALID_PRODUCER_EPOCH) and continue the sequence without a gap
 (OUT_OF_ORDER_SEQUENCE_NUMBER); a new epoch, or a producer the partition has not seen, starts at 0.
 
-One case differs from Kafka, because it cannot arise there: a retry of a batch older than the
-five kept, whose sequences all lie at or below the last written one in the current epoch. An
-epoch's sequences start at 0 and advance only by being written, so that batch certainly was:
-it is answered DUPLICATE_SEQUENCE_NUMBER, which Kafka's clients take as delivered, without
-offsets. Kafka answers OUT_OF_ORDER_SEQUENCE_NUMBER, since with a connection's requests
-served one at a time and five in flight its window always holds a retry. An agent goes on
-serving a connection its client gave up on, and several agents may hold one producer's
-requests at once, so a retry can fall behind the window; answered out of order, librdkafka
-takes its batch for unwritten, bumps its epoch and writes it again.
+Two cases differ from Kafka, because a Kafka leader never meets them. It serves a connection's
+requests one at a time and drops a connection's requests with it, so a batch that is not the
+next in sequence proves that the batches before it were never written and never will be.
+tidelog's agents go on serving a connection its client gave up on, and several agents may
+hold one producer's requests at once, so an earlier batch may still land after a later one
+arrives. Kafka's clients answer OUT_OF_ORDER_SEQUENCE_NUMBER by taking the batches they have
+no acknowledgement for as unwritten, bumping their epoch and sending them again: a copy still
+in flight under the old epoch would then be written twice. So:
+
+- a batch past the next sequence (a gap) is answered REQUEST_TIMED_OUT, retriable: the client
+  sends it again, under the same epoch and sequence, once the batches before it have landed
+  (librdkafka, kafka-python and Kafka's Java producer retry it so). Kafka answers
+  OUT_OF_ORDER_SEQUENCE_NUMBER. A client whose earlier batch failed for good waits for its
+  delivery timeout before it starts a new epoch, rather than at once;
+- a retry of a batch older than the five kept, whose sequences all lie at or below the last
+  written one in its epoch, was certainly written (an epoch's sequences start at 0 and advance
+  only by being written): it is answered DUPLICATE_SEQUENCE_NUMBER, which Kafka's clients take
+  as delivered, without offsets. Kafka answers OUT_OF_ORDER_SEQUENCE_NUMBER.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tidelog.errors import ConflictError, InvalidRequestError
+from tidelog.errors import ConflictError, InvalidRequestError, RetriableError
 from tidelog.records.varint import INT32_MAX
 
 RETAINED_BATCHES = 5
@@ -33,6 +42,12 @@ class OutOfOrderSequenceError(InvalidRequestError):
 
 class InvalidProducerEpochError(InvalidRequestError):
     default_kafka_error = "INVALID_PRODUCER_EPOCH"
+
+
+class SequenceGapError(RetriableError):
+    """The batch skips sequences that have not landed yet (see the module's docstring)."""
+
+    default_kafka_error = "REQUEST_TIMED_OUT"
 
 
 class DuplicateSequenceError(ConflictError):
@@ -82,19 +97,20 @@ class ProducerState:
                 f"Producer {self.producer_id}'s epoch {epoch} is older than the current "
                 f"{self.epoch}: it has been fenced"
             )
-        if epoch > self.epoch or not self.batches:
-            if first != 0:
-                raise OutOfOrderSequenceError(
-                    f"Out of order sequence number for producer {self.producer_id} at epoch "
-                    f"{epoch}: {first} (expected 0)"
-                )
+        fresh = epoch > self.epoch or not self.batches
+        expected = 0 if fresh else self.last_sequence + 1
+        if first == 0 if fresh else in_sequence(self.last_sequence, first):
             return
-        if not in_sequence(self.last_sequence, first):
-            raise OutOfOrderSequenceError(
-                f"Out of order sequence number for producer {self.producer_id} at epoch "
-                f"{epoch}: {first} (incoming seq. number), {self.last_sequence} (current end "
-                "sequence number)"
+        where = f"producer {self.producer_id} at epoch {epoch}: {first}"
+        if first > expected:
+            raise SequenceGapError(
+                f"Sequence gap for {where} (incoming seq. number), {expected} (expected): the "
+                "batches before it have not landed yet; retry"
             )
+        raise OutOfOrderSequenceError(
+            f"Out of order sequence number for {where} (incoming seq. number), "
+            f"{self.last_sequence} (current end sequence number)"
+        )
 
     def appended(self, epoch: int, batch: BatchRecord) -> ProducerState:
         kept = self.batches if epoch == self.epoch else ()

@@ -9,6 +9,7 @@ recorded as an orphan for garbage collection (this path never deletes).
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -41,10 +42,18 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class AppendRequest:
+    """``withdrawn``, once set, withdraws the request if it has not committed yet: its client
+    is gone (tidelog.kafka.server)."""
+
     topic: Topic
     partition: int
     batches: Sequence[ProducedBatch]
     expected_offset: int | None = None
+    withdrawn: threading.Event | None = None
+
+    @property
+    def is_withdrawn(self) -> bool:
+        return self.withdrawn is not None and self.withdrawn.is_set()
 
 
 @dataclass(frozen=True)
@@ -150,6 +159,7 @@ class Writer:
         topics: dict[tuple[str, int], Topic] = {}
         expected: dict[tuple[str, int], int | None] = {}
         ends: dict[tuple[str, int], list[int]] = {}  # where each request's batches end
+        withdrawn: dict[tuple[str, int], list[int]] = {}  # which of them are withdrawn
         slices = []  # each request's batches within its partition's merged list, and its number
         for request in requests:
             key = (request.topic.topic_id, request.partition)
@@ -158,6 +168,8 @@ class Writer:
                 (key, len(batches), len(batches) + len(request.batches), len(ends.get(key, [])))
             )
             batches.extend(request.batches)
+            if request.is_withdrawn:
+                withdrawn.setdefault(key, []).append(len(ends.get(key, [])))
             ends.setdefault(key, []).append(len(batches))
             topics[key] = request.topic
             expected[key] = request.expected_offset
@@ -169,6 +181,7 @@ class Writer:
                 e,
                 expected[key],
                 tuple(ends[key]),
+                frozenset(withdrawn.get(key, ())),
             )
             for e in stored.extents
             for key in [(e.topic_id, e.partition)]
