@@ -162,3 +162,27 @@ def test_a_client_that_never_reads_and_leaves_leaves_nothing_behind(serve):
     while server._connections and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not server._connections
+
+
+class Waiting(StandIn):
+    """Holds each request until its connection is gone, and records that it saw it go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saw_gone = threading.Event()
+
+    def _answer(self, request, queued):
+        if request.gone.wait(10):
+            self.saw_gone.set()
+        return super()._answer(request, queued)
+
+
+def test_a_request_hears_that_its_connection_is_gone(serve):
+    # A produce waiting in the group commit is withdrawn once its client has left: the client
+    # holds the outcome unknown and may send the batches again (Handlers.produce).
+    handlers = Waiting()
+    _, port = serve(handlers)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(_metadata(1))
+        time.sleep(0.2)  # the request is being handled
+    assert handlers.saw_gone.wait(10)

@@ -54,6 +54,7 @@ class KafkaServer:
         self._waiting_pool = ThreadPoolExecutor(waiters, thread_name_prefix="tidelog-wait")
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
+        self._requests: set[asyncio.Task[bytes | None]] = set()  # answers being made
 
     async def start(self, host: str, port: int) -> int:
         """Listen on ``host:port`` (0 picks a free port); the port listened on."""
@@ -77,6 +78,9 @@ class KafkaServer:
         for writer in self._connections.values():
             writer.close()  # each connection's read ends, and its loop with it
         await asyncio.gather(*self._connections, return_exceptions=True)
+        for request in self._requests:
+            request.cancel()  # answers nobody will read: a closed connection's
+        await asyncio.gather(*self._requests, return_exceptions=True)
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._waiting_pool.shutdown(wait=False, cancel_futures=True)
 
@@ -150,7 +154,10 @@ class KafkaServer:
             finally:
                 took_effect()  # answered, or failed: the connection moves on (or closes)
 
-        return _Pending(asyncio.ensure_future(in_turn())), taken
+        task = asyncio.ensure_future(in_turn())
+        self._requests.add(task)
+        task.add_done_callback(self._requests.discard)
+        return _Pending(task), taken
 
     def _handle(self, request: Request, queued: Callable[[], None]) -> bytes | None:
         try:
