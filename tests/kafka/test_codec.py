@@ -201,3 +201,37 @@ def test_bytes_after_a_request_are_ignored_as_kafka_ignores_them():
 def test_a_frame_size_out_of_bounds_closes_the_connection(size):
     with pytest.raises(FrameError):
         frame_size(size.to_bytes(4, "big", signed=True))
+
+
+@pytest.mark.parametrize(
+    "version", range(API_VERSIONS[ApiKey.FETCH][0], API_VERSIONS[ApiKey.FETCH][1] + 1)
+)
+def test_an_errored_fetch_partition_reads_as_empty_records_in_every_client(version):
+    # Kafka's log read answers an error with empty records; null made librdkafka 2.0 throw the
+    # whole response away (a consumer out of range never reset). Read here by kafka-python's
+    # and aiokafka's parsers (librdkafka's: tests/kafka/test_kcat.py, test_clients.py).
+    from aiokafka.protocol import fetch as aiokafka_fetch
+    from kafka.protocol.consumer import FetchResponse
+
+    from tidelog.kafka.handlers import _fetch_error
+    from tidelog.log.fetch import OffsetOutOfRangeError
+
+    error = OffsetOutOfRangeError(1000, log_start_offset=0, high_watermark=5)
+    answer = {
+        "throttle_time": 0,
+        "error_code": 0,
+        "session_id": 0,
+        "responses": [{"topic": "clicks", "partitions": [_fetch_error(3, error)]}],
+    }
+    frame = encode_response_as(ApiKey.FETCH, version, 8, answer)
+    (partition,) = (
+        FetchResponse.decode(frame[4:], version=version, header=True).responses[0].partitions
+    )
+    assert (partition.error_code, partition.high_watermark, partition.records) == (1, 5, b"")
+    aiokafka_class = getattr(aiokafka_fetch, f"FetchResponse_v{version}", None)
+    if aiokafka_class is not None:  # aiokafka's classes stop at v11
+        body = aiokafka_class.decode(io.BytesIO(frame[8:]))
+        (topic,) = body.topics
+        (read,) = topic[1]
+        assert read[0:2] == (3, 1)
+        assert read[-1] == b""
