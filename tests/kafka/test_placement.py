@@ -33,6 +33,7 @@ from tidelog.kafka.registry import (
     Solo,
 )
 from tidelog.log.topics import TopicCache, Topics
+from tidelog.storage import StorageUnavailableError
 from tidelog.storage.faults import FaultPlan, FaultyMetadataStore
 from tidelog.storage.memory import MemoryMetadataStore
 
@@ -196,6 +197,30 @@ def test_an_agent_with_no_free_id_says_so():
     registry(store, clock, [1]).register()
     with pytest.raises(RuntimeError, match="no free node id"):
         registry(store, clock, itertools.repeat(1)).register()
+
+
+@pytest.mark.parametrize("fault", ["before", "after"])
+def test_a_claim_the_store_could_not_answer_is_tried_again_under_the_same_id(fault):
+    # Found by the chaos runs: one refused registry write stopped an agent's start. A claim
+    # that landed with its answer lost is this agent's, not an orphan under another id.
+    store, clock = MemoryMetadataStore(), Clock()
+    plan = FaultPlan(seed=5, **{fault: 1.0})
+    r = Registry(
+        FaultyMetadataStore(store, plan), host="a", zone=None, clock_ms=clock,
+        random_id=iter([41, 42]).__next__, sleep=lambda _: setattr(plan, fault, 0.0),
+    )  # fmt: skip
+    assert r.register().node_id == 41
+    assert [item["sk"] for item in store.query(AGENTS_PK)] == ["0000000041"]
+
+
+def test_a_store_down_for_good_stops_the_registration():
+    store, clock = MemoryMetadataStore(), Clock()
+    r = Registry(
+        FaultyMetadataStore(store, FaultPlan(seed=5, before=1.0)), host="a", zone=None,
+        clock_ms=clock, random_id=lambda: 41, sleep=lambda _: None,
+    )  # fmt: skip
+    with pytest.raises(StorageUnavailableError):
+        r.register()
 
 
 def test_heartbeats_go_on_through_store_failures_and_stop_removes_the_agent(monkeypatch):

@@ -42,6 +42,7 @@ PRODUCERS = (  # role, name, records a second
     ("http-producer", "http0", 10.0),
 )
 GROUP_MEMBERS = 2
+AGENT_STARTS = 3
 
 
 @dataclass(frozen=True)
@@ -164,15 +165,22 @@ class Cluster:
             "TIDELOG_CACHE_DIR": str(self.out / "agents" / f"{i}" / "cache"),
             "TIDELOG_CLOCK_SKEW_MS": str(skew_ms),
         }
-        agent = Process(
-            [
-                *(sys.executable, "-m", "tidelog.cli", "agent"),
-                *("--kafka-port", str(self.agent_ports[i])),
-            ],
-            env,
-            self.out / "logs" / f"agent-{i}.log",
-        )
-        agent.wait_for("Kafka on")
+        for attempt in range(AGENT_STARTS):
+            agent = Process(
+                [
+                    *(sys.executable, "-m", "tidelog.cli", "agent"),
+                    *("--kafka-port", str(self.agent_ports[i])),
+                ],
+                env,
+                self.out / "logs" / f"agent-{i}.log",
+            )
+            try:
+                agent.wait_for("Kafka on")
+                break
+            except RuntimeError:  # restarted, as a supervisor restarts a service
+                agent.kill()
+                if attempt == AGENT_STARTS - 1:
+                    raise
         with self.lock:
             self.agents[i] = agent
 
@@ -239,6 +247,11 @@ class Workload:
         for consumer in [*self.consumers, *self.members]:
             consumer.stop(timeout=30)
 
+    def kill(self) -> None:
+        for process in [*self.producers, *self.consumers, *self.members]:
+            if process.popen.poll() is None:
+                process.kill()
+
 
 class Nemesis:
     """Carries out a schedule, one thread per lane, recording each fault as it starts and heals."""
@@ -248,6 +261,7 @@ class Nemesis:
         self.workload = workload
         self.history = history
         self.started = time.monotonic()
+        self.failures: list[BaseException] = []
 
     def run(self, faults: Sequence[Fault]) -> list[threading.Thread]:
         lanes = [
@@ -260,6 +274,13 @@ class Nemesis:
         return threads
 
     def _lane(self, faults: Sequence[Fault]) -> None:
+        try:
+            self._carry_out(faults)
+        except BaseException as exc:  # the run fails with it, never goes on without faults
+            self.failures.append(exc)
+            raise
+
+    def _carry_out(self, faults: Sequence[Fault]) -> None:
         for fault in faults:
             time.sleep(max(0.0, self.started + fault.start_s - time.monotonic()))
             detail = self._start(fault)
@@ -349,6 +370,7 @@ def run(options: RunOptions) -> Result:
     (out / "schedule.json").write_text(json.dumps([asdict(f) for f in faults], indent=1))
     options.progress(f"seed {options.seed}: {len(faults)} faults over {options.seconds:.0f} s")
     cluster = Cluster(out, options.seed)
+    workload: Workload | None = None
     try:
         (out / "histories").mkdir(exist_ok=True)
         control = HistoryWriter(out / "histories" / "nemesis.jsonl", "nemesis")
@@ -356,7 +378,8 @@ def run(options: RunOptions) -> Result:
         workload = Workload(cluster, out)
         options.progress(f"cluster up: agents {cluster.bootstrap}, API {cluster.api_url}")
         control.record("invoke", "fault", fault="housekeeping", speedup=int(SCHEDULE_SPEEDUP))
-        lanes = Nemesis(cluster, workload, control).run(faults)
+        nemesis_ = Nemesis(cluster, workload, control)
+        lanes = nemesis_.run(faults)
         deadline = time.monotonic() + options.seconds
         while time.monotonic() < deadline:
             time.sleep(min(10.0, max(0.0, deadline - time.monotonic())))
@@ -364,6 +387,8 @@ def run(options: RunOptions) -> Result:
             options.progress(f"{options.seconds - left:.0f} / {options.seconds:.0f} s")
         for lane in lanes:
             lane.join()
+        if nemesis_.failures:
+            raise RuntimeError(f"the nemesis failed: {nemesis_.failures[0]!r}")
         control.record("ok", "fault", fault="housekeeping", speedup=int(SCHEDULE_SPEEDUP))
         options.progress("healed; producers flushing")
         workload.stop_producers()
@@ -374,6 +399,8 @@ def run(options: RunOptions) -> Result:
         control.close()
         final.close()
     finally:
+        if workload is not None:  # after a failure: no client outlives its run
+            workload.kill()
         cluster.stop()
     ops = read_history(sorted((out / "histories").glob("*.jsonl")))
     write_history(out / "history.jsonl", ops)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Protocol
@@ -35,6 +36,7 @@ from tidelog.storage import (
     ItemAbsent,
     MetadataStore,
     Put,
+    StorageUnavailableError,
     any_of,
 )
 
@@ -46,6 +48,7 @@ READ_EVERY_MS = 1000
 TTL_SLACK_S = 24 * 3600
 """DynamoDB's TTL deletes long after expiry; it only keeps dead agents from piling up."""
 CLAIM_ATTEMPTS = 20
+STORE_ATTEMPTS = 8  # a claim the store could not answer, tried again for about 10 s
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +88,10 @@ class Registry:
         zone: str | None,
         clock_ms: Callable[[], int] = runtime.clock_ms,
         random_id: Callable[[], int] = random_node_id,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._store = store
+        self._sleep = sleep
         self._host, self._port, self._zone = host, 0, zone
         self._clock_ms = clock_ms
         self._random_id = random_id
@@ -105,23 +110,35 @@ class Registry:
         return self._me
 
     def register(self) -> Node:
-        """Claim a node id no live agent holds (an expired agent's may be taken over)."""
+        """Claim a node id no live agent holds (an expired agent's may be taken over). A claim
+        the store could not answer is tried again under the same id, and counts as this
+        agent's if an earlier try of it landed; a store down for longer stops the start."""
         for _ in range(CLAIM_ATTEMPTS):
             node = Node(self._random_id(), self._host, self._port, self._zone)
-            now = self._clock_ms()
             try:
-                self._store.write(
-                    Put(
-                        self._item(node, now),
-                        any_of(ItemAbsent(), Compare("expires_ms", "<", now)),
-                    )
-                )
+                self._claim(node)
             except ConditionFailedError:
                 continue
             self._me = node
             self._read_ms = None  # the next answer includes this agent's new id
             return node
         raise RuntimeError(f"no free node id after {CLAIM_ATTEMPTS} attempts")
+
+    def _claim(self, node: Node) -> None:
+        for attempt in range(STORE_ATTEMPTS):
+            now = self._clock_ms()
+            free = any_of(
+                ItemAbsent(),
+                Compare("expires_ms", "<", now),
+                Compare("instance", "=", self._instance),  # an earlier try of ours landed
+            )
+            try:
+                self._store.write(Put(self._item(node, now), free))
+                return
+            except StorageUnavailableError:
+                if attempt == STORE_ATTEMPTS - 1:
+                    raise
+                self._sleep(min(2.0, 0.1 * 2**attempt))
 
     def heartbeat(self) -> None:
         """Push this agent's expiry on. If the id was taken over while this agent could not
