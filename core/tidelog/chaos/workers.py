@@ -14,6 +14,7 @@ unfinished ``invoke``, which the checker counts as unknown.
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import threading
 import time
@@ -253,6 +254,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--rate", type=float, default=20.0)
     parser.add_argument("--group", default="chaos-readers")
     options = parser.parse_args(argv)
+    # The client libraries' own warnings, timed, in the worker's log: what a stall looked like.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     worker = Worker(options)
     try:
         ROLES[options.role](worker)
