@@ -10,6 +10,7 @@ import time
 import urllib.request
 import uuid
 
+from playwright.sync_api import expect
 from tests.browser.conftest import api, axe_violations
 
 from tidelog.client import Consumer
@@ -103,8 +104,9 @@ def test_a_groups_lag_falls_as_its_consumer_catches_up(dev, console, page):
         assert f"{topic}: 0, 1" in members.inner_text()
         status.filter(has_text="total lag 0 records").wait_for(timeout=30_000)
         offsets = page.get_by_role("table", name=f"Committed offsets of {group}")
-        assert offsets.locator("tbody tr td:nth-child(3)").all_inner_texts() == ["20", "20"]
-        assert offsets.locator("tbody tr td:nth-child(5)").all_inner_texts() == ["0", "0"]
+        # The table is drawn after the status line: wait for it (a loaded machine read it empty).
+        expect(offsets.locator("tbody tr td:nth-child(3)")).to_have_text(["20", "20"])
+        expect(offsets.locator("tbody tr td:nth-child(5)")).to_have_text(["0", "0"])
         chart = page.locator("figure")
         chart.locator("canvas").wait_for()  # drawn by the vendored uPlot
         assert axe_violations(page) == []

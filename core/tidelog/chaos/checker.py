@@ -28,6 +28,7 @@ writes as further checks over the same facts.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -277,7 +278,10 @@ def poll_skips(facts: Facts) -> Iterator[Anomaly]:
         for partition, offset, _ in op.value["records"]:
             key = (process, int(partition))
             if key in last:
-                missed = [o for o in log.get(int(partition), []) if last[key] < o < int(offset)]
+                offsets = log.get(int(partition), [])
+                # the log's offsets strictly between the last polled one and this one
+                first = bisect.bisect_right(offsets, last[key])
+                missed = offsets[first : bisect.bisect_left(offsets, int(offset), first)]
                 if missed:
                     yield Anomaly(
                         "poll-skip",
