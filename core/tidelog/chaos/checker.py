@@ -29,6 +29,7 @@ writes as further checks over the same facts.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -100,6 +101,9 @@ class Facts:
         for name in invoked:  # the process ended before it heard: unknown
             self.sends.setdefault(name, "info")
 
+    # Derived once the facts are taken (Facts.of), for every check that needs them.
+
+    @functools.cached_property
     def values_at(self) -> dict[Location, set[str]]:
         """Every value seen at each offset, by any reader, final or polling."""
         seen: dict[Location, set[str]] = defaultdict(set)
@@ -111,20 +115,26 @@ class Facts:
             seen[(partition, offset)].add(value)
         return seen
 
+    @functools.cached_property
     def in_log(self) -> dict[str, set[Location]]:
         """Where each value is, by any reader."""
         where: dict[str, set[Location]] = defaultdict(set)
-        for location, values in self.values_at().items():
+        for location, values in self.values_at.items():
             for value in values:
                 where[value].add(location)
         return where
 
-    def log_offsets(self, partition: int) -> list[int]:
-        """The offsets of a partition in the final reads, in order."""
-        offsets: set[int] = set()
+    @functools.cached_property
+    def logged(self) -> dict[int, list[int]]:
+        """Each partition's offsets in the final reads, in order."""
+        offsets: dict[int, set[int]] = defaultdict(set)
         for records in self.final.values():
-            offsets.update(o for o, _ in records.get(partition, []))
-        return sorted(offsets)
+            for partition, read in records.items():
+                offsets[partition].update(o for o, _ in read)
+        return {partition: sorted(found) for partition, found in offsets.items()}
+
+    def log_offsets(self, partition: int) -> list[int]:
+        return self.logged.get(partition, [])
 
 
 Check = Callable[[Facts], Iterable[Anomaly]]
@@ -144,13 +154,13 @@ def lost(facts: Facts) -> Iterator[Anomaly]:
 
 
 def duplicates(facts: Facts) -> Iterator[Anomaly]:
-    for value, locations in facts.in_log().items():
+    for value, locations in facts.in_log.items():
         if len(locations) > 1:
             yield Anomaly("duplicate", {"value": value, "at": sorted(locations)})
 
 
 def inconsistent_offsets(facts: Facts) -> Iterator[Anomaly]:
-    seen = facts.values_at()
+    seen = facts.values_at
     for (partition, offset), values in seen.items():
         if len(values) > 1:
             yield Anomaly(
@@ -201,7 +211,7 @@ def offset_gaps(facts: Facts) -> Iterator[Anomaly]:
 
 
 def failed_but_present(facts: Facts) -> Iterator[Anomaly]:
-    where = facts.in_log()
+    where = facts.in_log
     for value, outcome in facts.sends.items():
         if outcome == "fail" and value in where:
             yield Anomaly("failed-but-present", {"value": value, "at": sorted(where[value])})
@@ -264,7 +274,7 @@ def non_monotonic_polls(facts: Facts) -> Iterator[Anomaly]:
 
 def poll_skips(facts: Facts) -> Iterator[Anomaly]:
     """Assign consumers only: the group's members move between partitions by design."""
-    log = {p: facts.log_offsets(p) for records in facts.final.values() for p in records}
+    log = facts.logged
     last: dict[tuple[str, int], int] = {}
     for process, op, start in _poll_runs(facts):
         if process in facts.group_processes:
@@ -367,6 +377,6 @@ def check(ops: Sequence[Op], checks: Sequence[Check] = CHECKS) -> Result:
             anomalies[anomaly.kind].append(anomaly)
     counts = Counter(f"{op.f}:{op.type}" for op in ops if op.type != "invoke" and op.f != "send")
     counts.update(f"send:{outcome}" for outcome in facts.sends.values())  # unfinished: info
-    where = facts.in_log()
+    where = facts.in_log
     unseen = sum(1 for name, outcome in facts.sends.items() if outcome == "info" and name in where)
     return Result(dict(anomalies), dict(counts), unseen)

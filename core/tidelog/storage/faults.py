@@ -122,9 +122,9 @@ class FaultPlan:
             roll = self._random.random() if kind.startswith(self.only) else 1.0
             latency = self.latency.get(kind)
             wait = latency.draw(self._random) if latency is not None else 0.0
-            if self._random.random() < self.spike:
-                wait += self.spike_s
-                latency = latency or Latency(0.001, 0.001)
+            stall = self.spike_s if self._random.random() < self.spike else 0.0
+        if stall:
+            self.sleep(stall)
         if latency is not None and not callable(size):
             self.sleep(wait + latency.transfer(size))
         if roll < self.before:
