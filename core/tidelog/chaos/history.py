@@ -15,7 +15,8 @@ it had finished; a run's files are merged into one for anyone to re-check.
 
 Functions (``f``) and their values:
 
-- ``send``: a producer's record (``value``; ``key``), ok with ``partition`` and ``offset``,
+- ``send``: a producer's record (``value``; ``key``), ok with ``partition`` and ``offset``
+  (-1 when stored at an offset the answer did not give),
   fail/info with ``error``.
 - ``poll``: a consumer's poll, ok with ``records``: ``[[partition, offset, value], ...]``.
 - ``assign``: a consumer's partitions from now on (``partitions``), after a rebalance or at

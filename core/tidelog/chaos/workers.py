@@ -90,7 +90,10 @@ def rdkafka_producer(worker: Worker) -> None:
     def report(error: KafkaError | None, message: Any) -> None:
         value = message.value().decode()
         if error is None:
+            # No offset when the agent answered DUPLICATE_SEQUENCE_NUMBER: stored, offset
+            # unknown (-1 in the history, as the HTTP producer reports it).
             partition, offset = message.partition(), message.offset()
+            offset = -1 if offset is None else offset
             worker.history.record("ok", "send", value=value, partition=partition, offset=offset)
         else:
             # librdkafka does not say whether a failed message was persisted: unknown.
