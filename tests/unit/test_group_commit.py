@@ -4,6 +4,7 @@ overlapping flushes commit in the order they were taken."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 import time
 
@@ -207,3 +208,19 @@ def test_a_conditional_append_keeps_the_partitions_order_behind_it():
         future.result(10)
     order = [r for flush in writer.commits for r in flush]
     assert order == [first, conditional, after]
+
+
+def test_a_slow_flush_is_logged_with_where_its_time_went(monkeypatch, caplog):
+    monkeypatch.setattr("tidelog.log.groupcommit.SLOW_FLUSH_S", 0.05)
+    release = threading.Event()
+    writer = RecordingWriter(hold={1: release})
+    committer = GroupCommitter(writer, flush_ms=1, flush_bytes=1 << 20, in_flight=1)
+    threading.Timer(0.1, release.set).start()
+    with caplog.at_level("WARNING", logger="tidelog.log.groupcommit"):
+        assert committer.append([request(1)])[0].error is None
+        assert committer.append([request(2)])[0].error is None  # fast: not logged
+    (slow,) = [r.getMessage() for r in caplog.records]
+    assert slow.startswith("slow flush of 1 requests:")
+    upload = re.search(r"upload (\d+\.\d) s", slow)
+    assert upload is not None
+    assert float(upload[1]) >= 0.1

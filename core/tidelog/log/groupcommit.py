@@ -13,6 +13,7 @@ it only once ``flush_bytes`` are waiting, so objects stay big and PUTs per GiB s
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -20,6 +21,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from tidelog.log.commit import AppendResult, WithdrawnError
 from tidelog.log.writer import AppendRequest, Upload, Writer
+
+log = logging.getLogger(__name__)
+
+# A flush slower than this is logged with where its time went: Kafka clients time a request
+# out after 30 s by default, and many users set 5.
+SLOW_FLUSH_S = 5.0
 
 
 class GroupCommitter:
@@ -111,13 +118,16 @@ class GroupCommitter:
     def _flush(self, number: int, taken: list[tuple[AppendRequest, Future[AppendResult]]]) -> None:
         """Upload now; commit once every flush taken before this one has committed."""
         upload: Upload | BaseException
+        started = time.monotonic()
         try:
             upload = self._writer.upload([request for request, _ in taken])
         except BaseException as exc:  # noqa: BLE001 - waiting requests must hear of any failure
             upload = exc
+        uploaded = time.monotonic()
         with self._turn:
             while self._committed != number:
                 self._turn.wait()
+        turn = time.monotonic()
         try:
             if isinstance(upload, BaseException):
                 raise upload
@@ -132,6 +142,13 @@ class GroupCommitter:
             with self._turn:
                 self._committed += 1
                 self._turn.notify_all()
+            done = time.monotonic()
+            if done - started > SLOW_FLUSH_S:
+                log.warning(
+                    "slow flush of %d requests: %.1f s (upload %.1f s, waiting for the flush "
+                    "before %.1f s, commit %.1f s)",
+                    len(taken), done - started, uploaded - started, turn - uploaded, done - turn,
+                )
             with self._wake:
                 self._in_flight -= 1
                 self._wake.notify()
