@@ -147,7 +147,11 @@ class GroupCommitter:
                 log.warning(
                     "slow flush of %d requests: %.1f s (upload %.1f s, waiting for the flush "
                     "before %.1f s, commit %.1f s)",
-                    len(taken), done - started, uploaded - started, turn - uploaded, done - turn,
+                    len(taken),
+                    done - started,
+                    uploaded - started,
+                    turn - uploaded,
+                    done - turn,
                 )
             with self._wake:
                 self._in_flight -= 1
