@@ -30,7 +30,7 @@ from benchmarks.inprocess import rss_mb
 from benchmarks.report import Section
 from tidelog.local.stack import aws_client
 from tidelog.log import due
-from tidelog.log.housekeeping import MAINTENANCE_JOBS
+from tidelog.log.lifecycle.housekeeping import MAINTENANCE_JOBS
 from tidelog.storage.dynamodb import DynamoMetadataStore
 from tidelog.storage.memory import MemoryMetadataStore
 

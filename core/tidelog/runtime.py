@@ -18,18 +18,18 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from tidelog import aws
 from tidelog.log import claims
-from tidelog.log.groupcommit import GroupCommitter
-from tidelog.log.staging import StagingArea
 from tidelog.log.topics import TopicCache, Topics
-from tidelog.log.writer import Writer, recover_staging
+from tidelog.log.write.groupcommit import GroupCommitter
+from tidelog.log.write.staging import StagingArea
+from tidelog.log.write.writer import Writer, recover_staging
 from tidelog.partitioner import DefaultPartitioner
 from tidelog.settings import ConfigurationError, Settings
 from tidelog.storage import MetadataStore, ObjectStore
 
 if TYPE_CHECKING:
     from tidelog.groups.coordinator import Coordinator
-    from tidelog.log.fetch import LogReader
-    from tidelog.log.housekeeping import Housekeeper
+    from tidelog.log.lifecycle.housekeeping import Housekeeper
+    from tidelog.log.read.fetch import LogReader
     from tidelog.storage.faults import FaultPlan
 
 _T = TypeVar("_T")
@@ -190,9 +190,9 @@ def appender() -> Writer | GroupCommitter:
 
 @_once
 def log_reader() -> LogReader:
-    from tidelog.log.cache import ObjectCache  # noqa: PLC0415 - see above
-    from tidelog.log.fetch import LogReader  # noqa: PLC0415
-    from tidelog.log.indexcache import IndexCache  # noqa: PLC0415
+    from tidelog.log.read.cache import ObjectCache  # noqa: PLC0415 - see above
+    from tidelog.log.read.fetch import LogReader  # noqa: PLC0415
+    from tidelog.log.read.indexcache import IndexCache  # noqa: PLC0415
 
     config = settings()
     objects = object_store()
@@ -215,7 +215,7 @@ def log_reader() -> LogReader:
 
 @_once
 def housekeeper() -> Housekeeper:
-    from tidelog.log.housekeeping import Housekeeper  # noqa: PLC0415 - see above
+    from tidelog.log.lifecycle.housekeeping import Housekeeper  # noqa: PLC0415 - see above
 
     config = settings()
     return Housekeeper(

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from tidelog import api, runtime, snapstart
 from tidelog.errors import TidelogError
-from tidelog.log import serve
+from tidelog.log.read import serve
 from tidelog.telemetry import Metrics, MetricUnit
 
 app = api.resolver()

@@ -16,7 +16,7 @@ from aws_lambda_powertools import Logger
 
 from tidelog import runtime
 from tidelog.errors import InvalidRequestError
-from tidelog.log.housekeeping import COLLECTION_JOBS, MAINTENANCE_JOBS
+from tidelog.log.lifecycle.housekeeping import COLLECTION_JOBS, MAINTENANCE_JOBS
 from tidelog.telemetry import Metrics, MetricUnit
 
 logger = Logger(service="tidelog-housekeeping")

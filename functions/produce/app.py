@@ -17,8 +17,8 @@ from pydantic_core import to_json
 
 from tidelog import api, runtime, snapstart
 from tidelog.errors import TidelogError
-from tidelog.log.commit import AppendResult
-from tidelog.log.produce import (
+from tidelog.log.write.commit import AppendResult
+from tidelog.log.write.produce import (
     MAX_JSON_TIMESTAMP,
     MAX_RECORDS_PER_REQUEST,
     json_records,
@@ -26,8 +26,8 @@ from tidelog.log.produce import (
     parse_raw,
     plan_json_produce,
 )
-from tidelog.log.producer_ids import allocate_producer_id
-from tidelog.log.writer import AppendRequest
+from tidelog.log.write.producer_ids import allocate_producer_id
+from tidelog.log.write.writer import AppendRequest
 from tidelog.telemetry import Metrics, MetricUnit
 
 app = api.resolver()

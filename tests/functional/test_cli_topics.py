@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from tidelog.cli import main
-from tidelog.cli_topics import UsageError, parse_time
+from tidelog.cli.topics import UsageError, parse_time
 
 
 @pytest.fixture

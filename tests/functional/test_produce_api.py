@@ -13,7 +13,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from tests.support.devserver import get_json
 from tests.support.functions import function_module
 
-from tidelog.log.reader import committed_records
+from tidelog.log.read.reader import committed_records
 from tidelog.storage.dynamodb import DynamoMetadataStore
 from tidelog.storage.s3 import S3ObjectStore
 

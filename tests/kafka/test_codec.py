@@ -214,7 +214,7 @@ def test_an_errored_fetch_partition_reads_as_empty_records_in_every_client(versi
     from kafka.protocol.consumer import FetchResponse
 
     from tidelog.kafka.handlers import _fetch_error
-    from tidelog.log.fetch import OffsetOutOfRangeError
+    from tidelog.log.read.fetch import OffsetOutOfRangeError
 
     error = OffsetOutOfRangeError(1000, log_start_offset=0, high_watermark=5)
     answer = {

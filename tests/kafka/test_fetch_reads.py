@@ -15,7 +15,7 @@ from tidelog.kafka.codec import Request, build, encode_response_as
 from tidelog.kafka.handlers import Handlers
 from tidelog.kafka.node import Node
 from tidelog.kafka.registry import Solo
-from tidelog.log.fetch import LogReader
+from tidelog.log.read.fetch import LogReader
 from tidelog.log.topics import TopicCache
 from tidelog.records import RecordBatch, iter_batches
 

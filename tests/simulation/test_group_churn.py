@@ -27,7 +27,7 @@ from tests.support.resources import new_table
 from tidelog.errors import TidelogError
 from tidelog.groups.coordinator import Coordinator, JoinRequest, OffsetCommit
 from tidelog.groups.model import Limits
-from tidelog.log.fetch import LogReader
+from tidelog.log.read.fetch import LogReader
 from tidelog.log.topics import Topics
 from tidelog.storage.dynamodb import DynamoMetadataStore
 from tidelog.storage.memory import MemoryMetadataStore, MemoryObjectStore

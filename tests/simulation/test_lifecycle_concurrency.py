@@ -15,8 +15,8 @@ import pytest
 from tests.support.log import tiny_log
 from tests.support.resources import new_bucket, new_table
 
-from tidelog.log.collect import live_objects
-from tidelog.log.fetch import OffsetOutOfRangeError
+from tidelog.log.lifecycle.collect import live_objects
+from tidelog.log.read.fetch import OffsetOutOfRangeError
 from tidelog.storage.dynamodb import DynamoMetadataStore
 from tidelog.storage.memory import MemoryMetadataStore
 from tidelog.storage.s3 import S3ObjectStore
@@ -43,7 +43,8 @@ def stores(request, template):
     """The stores, and a grace period longer than any write-to-commit window on them (a roll
     under contention on the emulator takes a good part of a second; eight threads on two busy
     cores stretch the in-memory one past 50 ms, which once let a due entry be judged while its
-    retention had yet to commit). Collection's design rests on it (tidelog.log.collect)."""
+    retention had yet to commit). Collection's design rests on it
+    (tidelog.log.lifecycle.collect)."""
     if request.param == "memory":
         # Entries come due within the run, so collection runs while the readers read.
         return {"meta": SlowMetadata(SEED), "grace_ms": 500, "collects_during_run": True}

@@ -16,11 +16,11 @@ from tests.support.resources import new_bucket, new_table
 
 from tidelog.local.stack import aws_client
 from tidelog.log.head import high_watermark
-from tidelog.log.reader import committed_records
-from tidelog.log.staging import StagingArea
+from tidelog.log.read.reader import committed_records
 from tidelog.log.topics import Topics
-from tidelog.log.validate import validate_batches
-from tidelog.log.writer import AppendRequest, Writer
+from tidelog.log.write.staging import StagingArea
+from tidelog.log.write.validate import validate_batches
+from tidelog.log.write.writer import AppendRequest, Writer
 from tidelog.records import RecordBatchBuilder
 from tidelog.storage.dynamodb import DynamoMetadataStore
 from tidelog.storage.s3 import S3ObjectStore

@@ -15,11 +15,11 @@ from tests.support.objects import object_sets
 
 from tidelog.errors import TidelogError
 from tidelog.log.head import high_watermark
-from tidelog.log.reader import committed_records
-from tidelog.log.staging import StagingArea
+from tidelog.log.read.reader import committed_records
 from tidelog.log.topics import Topics
-from tidelog.log.validate import validate_batches
-from tidelog.log.writer import AppendRequest, Writer, recover_staging
+from tidelog.log.write.staging import StagingArea
+from tidelog.log.write.validate import validate_batches
+from tidelog.log.write.writer import AppendRequest, Writer, recover_staging
 from tidelog.records import RecordBatchBuilder
 from tidelog.storage.faults import FaultPlan, FaultyMetadataStore, FaultyObjectStore
 from tidelog.storage.memory import MemoryMetadataStore, MemoryObjectStore

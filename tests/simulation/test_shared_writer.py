@@ -9,10 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 from tests.support.objects import object_sets
 
-from tidelog.log.staging import StagingArea
 from tidelog.log.topics import Topics
-from tidelog.log.validate import validate_batches
-from tidelog.log.writer import AppendRequest, Writer
+from tidelog.log.write.staging import StagingArea
+from tidelog.log.write.validate import validate_batches
+from tidelog.log.write.writer import AppendRequest, Writer
 from tidelog.records import RecordBatchBuilder
 from tidelog.storage.memory import MemoryMetadataStore, MemoryObjectStore
 

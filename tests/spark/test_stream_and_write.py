@@ -10,11 +10,11 @@ import pytest
 from tests.functional.test_produce_api import call
 from tests.spark.test_read import load, produce
 
-from tidelog.log import compaction
 from tidelog.log.entries import partition_entries, without_leftovers
-from tidelog.log.fetch import LogReader
-from tidelog.log.housekeeping import Housekeeper
-from tidelog.log.reader import committed_records
+from tidelog.log.lifecycle import compaction
+from tidelog.log.lifecycle.housekeeping import Housekeeper
+from tidelog.log.read.fetch import LogReader
+from tidelog.log.read.reader import committed_records
 from tidelog.log.topics import Topics
 from tidelog.partitioner import partition_for_key
 from tidelog.spark.jobs import compact, resegment

@@ -9,7 +9,7 @@ from tests.support.log import Clock
 
 from tidelog.groups.coordinator import Coordinator
 from tidelog.groups.model import Limits
-from tidelog.log.fetch import LogReader
+from tidelog.log.read.fetch import LogReader
 from tidelog.log.topics import Topics
 from tidelog.storage.memory import MemoryMetadataStore, MemoryObjectStore
 

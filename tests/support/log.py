@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tidelog.log.fetch import LogReader
-from tidelog.log.housekeeping import JOBS, Housekeeper, Report
-from tidelog.log.staging import StagingArea
+from tidelog.log.lifecycle.housekeeping import JOBS, Housekeeper, Report
+from tidelog.log.read.fetch import LogReader
 from tidelog.log.topics import Topic, Topics
-from tidelog.log.validate import validate_batches
-from tidelog.log.writer import AppendRequest, Writer
+from tidelog.log.write.staging import StagingArea
+from tidelog.log.write.validate import validate_batches
+from tidelog.log.write.writer import AppendRequest, Writer
 from tidelog.records import Record, RecordBatchBuilder
 from tidelog.storage import MetadataStore, ObjectStore
 from tidelog.storage.memory import MemoryMetadataStore, MemoryObjectStore

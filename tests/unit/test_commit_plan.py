@@ -7,15 +7,16 @@ import dataclasses
 
 import pytest
 
-from tidelog.log.commit import (
+from tidelog.log.flushobject import Extent
+from tidelog.log.topics import TOPICS_PK, Topic
+from tidelog.log.write.commit import (
     Committer,
     OffsetMismatchError,
     PartitionAppend,
     WithdrawnError,
     plan,
 )
-from tidelog.log.flushobject import Extent
-from tidelog.log.producers import (
+from tidelog.log.write.producers import (
     BatchRecord,
     DuplicateSequenceError,
     InvalidProducerEpochError,
@@ -24,8 +25,7 @@ from tidelog.log.producers import (
     SequenceGapError,
     in_sequence,
 )
-from tidelog.log.topics import TOPICS_PK, Topic
-from tidelog.log.validate import ProducedBatch
+from tidelog.log.write.validate import ProducedBatch
 from tidelog.storage import Put, StorageUnavailableError
 from tidelog.storage.memory import MemoryMetadataStore
 
@@ -94,7 +94,7 @@ def test_a_retried_batch_keeps_its_offsets_and_splits_the_runs():
 def test_a_gap_waits_for_the_batches_before_it():
     # Sequence 3 has not landed: 4 is answered "retry" (REQUEST_TIMED_OUT), not out of order,
     # since 3 may still be in flight in another agent (librdkafka would start a new epoch and
-    # write it twice; see tidelog.log.producers).
+    # write it twice; see tidelog.log.write.producers).
     state = ProducerState(5, 0, (BatchRecord(0, 2, 0, 2, 0),))
     result = plan(
         append(produced(1, 5, 0, 4)), {"next_offset": 3, "log_start_offset": 0}, {5: state}

@@ -11,7 +11,7 @@ import pytest
 from werkzeug.serving import make_server
 
 from tidelog.cli import main
-from tidelog.cli_doctor import _refused
+from tidelog.cli.doctor import _refused
 from tidelog.local.dev import iam_authorizer
 from tidelog.local.gateway import Gateway
 from tidelog.local.template import Route

@@ -6,9 +6,10 @@ from __future__ import annotations
 from tests.support.counting import CountingStore
 from tests.support.log import T0, tiny_log
 
-from tidelog.log import collect, configs, due, keys, roll
+from tidelog.log import configs, due, garbage, keys
 from tidelog.log.entries import LogEntry
-from tidelog.log.housekeeping import MAINTENANCE_JOBS, next_due_ms
+from tidelog.log.lifecycle import collect, roll
+from tidelog.log.lifecycle.housekeeping import MAINTENANCE_JOBS, next_due_ms
 from tidelog.storage.memory import MemoryMetadataStore
 
 DAY = 86_400_000
@@ -179,7 +180,7 @@ def test_a_flush_object_another_partition_still_reads_is_kept(tmp_path):
     log.produce(0, [(b"k", b"zero")])
     (shared,) = {info.key for info in log.objects.list("data/")}
     log.produce(1, [(b"k", b"one")])
-    collect.enqueue(log.meta, [shared], log.clock.now)  # as if partition 1 had rolled it away
+    garbage.enqueue(log.meta, [shared], log.clock.now)  # as if partition 1 had rolled it away
     assert collect.in_use(log.meta, log.objects, shared) is True
     log.clock.now += 100
     assert log.housekeep("gc").objects_deleted == 0
@@ -195,7 +196,7 @@ def test_objects_in_use_cost_two_reads_of_their_partition_a_run_not_one_each(tmp
     for i in range(20):
         log.produce(1, [(b"k", b"v%d" % i)])
     shared = sorted(info.key for info in log.objects.list("data/"))
-    collect.enqueue(log.meta, shared, log.clock.now)
+    garbage.enqueue(log.meta, shared, log.clock.now)
     log.clock.now += 100
     counting.reads = 0
     kept = collect.collect(log.meta, log.objects, now_ms=log.clock.now, grace_ms=10)

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tidelog.log import flushobject, keys, staging
+from tidelog.log import flushobject, keys
+from tidelog.log.write import staging
 from tidelog.records import CorruptRecordError
 
 TID = "0f0e0d0c-0b0a-4908-8706-050403020100"

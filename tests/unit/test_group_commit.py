@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from tidelog.log.commit import AppendResult
-from tidelog.log.groupcommit import GroupCommitter
 from tidelog.log.topics import Topic
-from tidelog.log.validate import ProducedBatch
-from tidelog.log.writer import AppendRequest
+from tidelog.log.write.commit import AppendResult
+from tidelog.log.write.groupcommit import GroupCommitter
+from tidelog.log.write.validate import ProducedBatch
+from tidelog.log.write.writer import AppendRequest
 
 TOPIC = Topic("t", "00000000-0000-0000-0000-000000000001", 4)
 
@@ -211,12 +211,12 @@ def test_a_conditional_append_keeps_the_partitions_order_behind_it():
 
 
 def test_a_slow_flush_is_logged_with_where_its_time_went(monkeypatch, caplog):
-    monkeypatch.setattr("tidelog.log.groupcommit.SLOW_FLUSH_S", 0.05)
+    monkeypatch.setattr("tidelog.log.write.groupcommit.SLOW_FLUSH_S", 0.05)
     release = threading.Event()
     writer = RecordingWriter(hold={1: release})
     committer = GroupCommitter(writer, flush_ms=1, flush_bytes=1 << 20, in_flight=1)
     threading.Timer(0.1, release.set).start()
-    with caplog.at_level("WARNING", logger="tidelog.log.groupcommit"):
+    with caplog.at_level("WARNING", logger="tidelog.log.write.groupcommit"):
         assert committer.append([request(1)])[0].error is None
         assert committer.append([request(2)])[0].error is None  # fast: not logged
     (slow,) = [r.getMessage() for r in caplog.records]

@@ -9,8 +9,8 @@ from tests.support.counting import CountingStore
 from tests.support.log import tiny_log
 
 from tidelog.log.entries import LogEntry
-from tidelog.log.fetch import LogReader
-from tidelog.log.indexcache import IndexCache
+from tidelog.log.read.fetch import LogReader
+from tidelog.log.read.indexcache import IndexCache
 
 
 class Clock:

@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 from tidelog.api import json_object
 from tidelog.errors import InvalidRequestError, TidelogError
 from tidelog.local.gateway import json_string_size
-from tidelog.log.fetch import FetchedBatch
-from tidelog.log.produce import JsonRecord, json_records, plan_json_produce
-from tidelog.log.serve import render
+from tidelog.log.read.fetch import FetchedBatch
+from tidelog.log.read.serve import render
 from tidelog.log.topics import Topic
-from tidelog.log.validate import InvalidTimestampError, built_batch, validate_batches
+from tidelog.log.write.produce import JsonRecord, json_records, plan_json_produce
+from tidelog.log.write.validate import InvalidTimestampError, built_batch, validate_batches
 from tidelog.partitioner import DefaultPartitioner, partition_for_key
 from tidelog.records import RecordBatch, RecordBatchBuilder, RecordTooLargeError
 

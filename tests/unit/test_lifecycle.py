@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from tests.support.log import T0, tiny_log
 
-from tidelog.log import collect, compaction, retention, roll
+from tidelog.log import garbage
 from tidelog.log.entries import LogEntry, log_size, log_sizes, partition_entries, without_leftovers
+from tidelog.log.lifecycle import compaction, retention, roll
 from tidelog.records import RecordBatch, RecordBatchBuilder
 
 
@@ -210,12 +211,12 @@ def test_a_queued_object_still_in_use_is_kept(tmp_path):
     log = tiny_log(tmp_path, grace_ms=10)
     log.produce(0, [(None, b"kept")])
     (live,) = keys_of(log, "data/")
-    collect.enqueue(log.meta, [live], log.clock.now)  # a job that enqueued, then lost its race
-    collect.record_orphan(log.meta, live, log.clock.now - 100)
+    garbage.enqueue(log.meta, [live], log.clock.now)  # a job that enqueued, then lost its race
+    garbage.record_orphan(log.meta, live, log.clock.now - 100)
     log.clock.now += 100
     assert log.housekeep("gc").objects_deleted == 0
     assert keys_of(log, "data/") == {live}
-    assert list(log.meta.query(collect.GC_PK)) == []
+    assert list(log.meta.query(garbage.GC_PK)) == []
 
 
 # -- size (DescribeLogDirs' partition size) ------------------------------------------------

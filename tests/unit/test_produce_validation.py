@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from tidelog.errors import InvalidRequestError, TidelogError
-from tidelog.log.validate import validate_batches
+from tidelog.log.write.validate import validate_batches
 from tidelog.records import RecordBatch, RecordBatchBuilder
 from tidelog.records.crc import crc32c
 

@@ -10,7 +10,7 @@ import pytest
 
 from tidelog.log import keys
 from tidelog.log.entries import LogEntry
-from tidelog.log.fetch import LogReader
+from tidelog.log.read.fetch import LogReader
 from tidelog.log.segment import (
     CorruptIndexError,
     OffsetIndex,

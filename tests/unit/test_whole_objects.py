@@ -10,11 +10,11 @@ from collections import Counter
 import pytest
 from tests.support.log import tiny_log
 
-from tidelog.log.cache import ObjectCache
-from tidelog.log.fetch import LogReader
-from tidelog.log.staging import StagingArea
-from tidelog.log.validate import validate_batches
-from tidelog.log.writer import AppendRequest, Writer
+from tidelog.log.read.cache import ObjectCache
+from tidelog.log.read.fetch import LogReader
+from tidelog.log.write.staging import StagingArea
+from tidelog.log.write.validate import validate_batches
+from tidelog.log.write.writer import AppendRequest, Writer
 from tidelog.records import RecordBatchBuilder
 from tidelog.storage.faults import FaultPlan, FaultyMetadataStore, FaultyObjectStore
 from tidelog.storage.memory import MemoryObjectStore

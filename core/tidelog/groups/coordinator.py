@@ -50,7 +50,7 @@ from tidelog.groups.model import (
     validate_group_id,
     withheld,
 )
-from tidelog.log.fetch import LogReader
+from tidelog.log.read.fetch import LogReader
 from tidelog.log.topics import Topics
 from tidelog.storage import (
     ConditionFailedError,

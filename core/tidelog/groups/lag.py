@@ -8,7 +8,7 @@ import contextlib
 from tidelog.errors import TidelogError
 from tidelog.groups.coordinator import Coordinator
 from tidelog.groups.model import validate_group_id
-from tidelog.log.fetch import LogReader
+from tidelog.log.read.fetch import LogReader
 from tidelog.log.topics import Topic, Topics
 
 

@@ -25,13 +25,13 @@ from tidelog.kafka.node import Node
 from tidelog.kafka.placement import client_zone, owner, partition_key, visible
 from tidelog.kafka.registry import Brokers
 from tidelog.kafka.watcher import HighWatermarkWatcher, Partition
-from tidelog.log.fetch import OffsetOutOfRangeError, PartitionData
 from tidelog.log.head import high_watermarks
-from tidelog.log.produce import log_append_time, parse_raw
-from tidelog.log.producer_ids import allocate_producer_id
-from tidelog.log.serve import list_offset
+from tidelog.log.read.fetch import OffsetOutOfRangeError, PartitionData
+from tidelog.log.read.serve import list_offset
 from tidelog.log.topics import Topic
-from tidelog.log.writer import AppendRequest
+from tidelog.log.write.produce import log_append_time, parse_raw
+from tidelog.log.write.producer_ids import allocate_producer_id
+from tidelog.log.write.writer import AppendRequest
 
 Answer = dict[str, Any]
 

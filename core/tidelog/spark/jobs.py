@@ -1,9 +1,10 @@
 """Maintenance at scale on Spark: compaction of ``cleanup.policy=compact`` topics and
 re-segmenting (rolling) small objects, one Spark task per partition.
 
-Each task runs the same code the scheduled functions run (``tidelog.log.compaction`` and
-``tidelog.log.roll``) with the same conditional index swaps, so results are identical and a job
-can run beside the functions safely; only the in-process size cap of compaction is lifted.
+Each task runs the same code the scheduled functions run (``tidelog.log.lifecycle.compaction``
+and ``tidelog.log.lifecycle.roll``) with the same conditional index swaps, so results are
+identical and a job can run beside the functions safely; only the in-process size cap of
+compaction is lifted.
 
     python -m tidelog.spark.jobs compact --cluster tidelog --endpoint http://127.0.0.1:4566
     spark-submit -m tidelog.spark.jobs resegment --cluster prod
@@ -19,9 +20,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from pyspark.sql import SparkSession
 
-from tidelog.log import compaction
 from tidelog.log.entries import partition_entries, without_leftovers
-from tidelog.log.housekeeping import Housekeeper, Report
+from tidelog.log.lifecycle import compaction
+from tidelog.log.lifecycle.housekeeping import Housekeeper, Report
 from tidelog.log.topics import Topic, Topics
 from tidelog.spark.options import Connection
 from tidelog.spark.stores import stores

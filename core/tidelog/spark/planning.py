@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tidelog.log.entries import LogEntry
-from tidelog.log.fetch import LogReader
+from tidelog.log.read.fetch import LogReader
 from tidelog.log.topics import Topic
 from tidelog.spark.options import OffsetSpec, OptionError, Subscription
 

@@ -33,7 +33,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from tidelog.log.fetch import LogReader
+from tidelog.log.read.fetch import LogReader
 from tidelog.log.topics import Topic, Topics
 from tidelog.spark import options as opts
 from tidelog.spark.planning import OffsetRange, Task, plan, rate_limit, resolve, split

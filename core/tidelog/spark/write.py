@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tidelog.log import keys
-from tidelog.log.produce import parse_raw
-from tidelog.log.producers import ProducerState
-from tidelog.log.staging import StagingArea
 from tidelog.log.topics import Topic, Topics
-from tidelog.log.writer import AppendRequest, Writer
+from tidelog.log.write.produce import parse_raw
+from tidelog.log.write.producers import ProducerState
+from tidelog.log.write.staging import StagingArea
+from tidelog.log.write.writer import AppendRequest, Writer
 from tidelog.partitioner import partition_for_key
 from tidelog.records import RecordBatchBuilder
 from tidelog.storage import MetadataStore, ObjectStore

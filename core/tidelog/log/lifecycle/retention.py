@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from tidelog.log import collect, keys
+from tidelog.log import garbage, keys
 from tidelog.log.entries import LogEntry
 from tidelog.log.head import Head, put_head
 from tidelog.storage import (
@@ -71,7 +71,7 @@ def apply(
     deleted = 0
     for start in range(0, len(doomed), MAX_TRANSACTION_WRITES - 1):
         chunk = doomed[start : start + MAX_TRANSACTION_WRITES - 1]
-        collect.enqueue(meta, [k for e in chunk for k in e.objects], now_ms() + grace_ms)
+        garbage.enqueue(meta, [k for e in chunk for k in e.objects], now_ms() + grace_ms)
         if not _delete_chunk(meta, pk, chunk, attempts):
             break
         deleted += len(chunk)

@@ -7,16 +7,8 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from tidelog import (
-    __version__,
-    cli_bench,
-    cli_chaos,
-    cli_console,
-    cli_doctor,
-    cli_groups,
-    cli_records,
-    cli_topics,
-)
+from tidelog import __version__
+from tidelog.cli import bench, chaos, console, doctor, groups, records, topics
 
 
 def _port(name: str, default: int) -> int:
@@ -118,13 +110,13 @@ def parser() -> argparse.ArgumentParser:
     )
 
     commands.add_parser("openapi", help="print the API's OpenAPI document, built from the code")
-    cli_topics.add_commands(commands)
-    cli_records.add_commands(commands)
-    cli_groups.add_commands(commands)
-    cli_bench.add_commands(commands)
-    cli_doctor.add_command(commands)
-    cli_console.add_command(commands)
-    cli_chaos.add_command(commands)
+    topics.add_commands(commands)
+    records.add_commands(commands)
+    groups.add_commands(commands)
+    bench.add_commands(commands)
+    doctor.add_command(commands)
+    console.add_command(commands)
+    chaos.add_command(commands)
     return top
 
 
@@ -191,17 +183,14 @@ def _agent(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "agent": _agent,
-    "topic": cli_topics.run,
-    "offsets": cli_topics.run,
-    "produce": cli_records.run,
-    "consume": cli_records.run,
-    "group": cli_groups.run,
-    "bench": cli_bench.run,
-    "doctor": cli_doctor.run,
-    "console": cli_console.run,
-    "chaos": cli_chaos.run,
+    "topic": topics.run,
+    "offsets": topics.run,
+    "produce": records.run,
+    "consume": records.run,
+    "group": groups.run,
+    "bench": bench.run,
+    "doctor": doctor.run,
+    "console": console.run,
+    "chaos": chaos.run,
 }
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -21,9 +21,9 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tidelog.log import collect, keys
+from tidelog.log import garbage, keys
 from tidelog.log.entries import LogEntry
-from tidelog.log.roll import store_segment
+from tidelog.log.lifecycle.roll import store_segment
 from tidelog.log.segment import SegmentBuilder, batches_from
 from tidelog.records import Record, RecordBatch, RecordBatchBuilder
 from tidelog.storage import (
@@ -183,7 +183,7 @@ def compact(
     for start in range(0, len(writes), MAX_TRANSACTION_WRITES):
         chunk = writes[start : start + MAX_TRANSACTION_WRITES]
         old_keys = [k for rewrite, _ in chunk for k in rewrite.entry.objects]
-        collect.enqueue(meta, old_keys, now_ms() + grace_ms)
+        garbage.enqueue(meta, old_keys, now_ms() + grace_ms)
         try:
             meta.transact(
                 [
@@ -195,7 +195,7 @@ def compact(
             logger.info("compaction of %s lost to another job; the next pass looks again", pk)
             for _, new in chunk:
                 for key in new.keys:
-                    collect.record_orphan(meta, key, now_ms())
+                    garbage.record_orphan(meta, key, now_ms())
             continue
         stats.segments_rewritten += len(chunk)
         stats.records_removed += sum(rewrite.removed for rewrite, _ in chunk)

@@ -24,10 +24,10 @@ from typing import TypeVar
 
 from tidelog.errors import RetriableError, TidelogError
 from tidelog.log import keys
-from tidelog.log.cache import ObjectCache
 from tidelog.log.entries import LogEntry
 from tidelog.log.head import high_watermark, high_watermarks
-from tidelog.log.indexcache import IndexCache
+from tidelog.log.read.cache import ObjectCache
+from tidelog.log.read.indexcache import IndexCache
 from tidelog.log.segment import INDEX_INTERVAL_BYTES, CorruptIndexError, OffsetIndex, TimeIndex
 from tidelog.records import CorruptRecordError, RecordBatch, iter_batches, with_base_offset
 from tidelog.storage import Item, MetadataStore, ObjectNotFoundError, ObjectStore

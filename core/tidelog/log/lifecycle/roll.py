@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from tidelog.log import collect, keys
+from tidelog.log import garbage, keys
 from tidelog.log.entries import LogEntry, split_leftovers
 from tidelog.log.scan import committed_batches
 from tidelog.log.segment import Segment, SegmentBuilder
@@ -162,7 +162,7 @@ def roll(
     stored = store_segment(
         objects, topic_id, partition, segment, (runs[0].base_offset, runs[-1].last_offset)
     )
-    collect.enqueue(meta, {r.object_key for r in runs}, now_ms() + grace_ms)
+    garbage.enqueue(meta, {r.object_key for r in runs}, now_ms() + grace_ms)
     pk = keys.log_pk(topic_id, partition)
     first, rest = runs[0], list(runs[1:])
     writes: list[Write] = [Put(stored.entry.to_item(pk), _still(first))]
@@ -173,7 +173,7 @@ def roll(
     except ConditionFailedError:
         logger.info("roll of %s from %d lost to another job", pk, first.base_offset)
         for key in stored.keys:
-            collect.record_orphan(meta, key, now_ms())
+            garbage.record_orphan(meta, key, now_ms())
         return None
     delete_leftovers(meta, pk, rest[take:])
     return stored.entry

@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from tidelog import cli_topics
+from tidelog.cli import topics
 
 # API Gateway's refusals (its x-amzn-ErrorType), each with its cause and fix.
 _REFUSALS = {
@@ -51,7 +51,7 @@ def add_command(commands: Any) -> None:
     doctor = commands.add_parser(
         "doctor", help="check the endpoint, credentials, signature and health of a tidelog API"
     )
-    cli_topics.connection_options(doctor)
+    topics.connection_options(doctor)
 
 
 def run(args: argparse.Namespace, out: Any = None) -> int:

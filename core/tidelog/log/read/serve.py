@@ -22,7 +22,7 @@ import pybase64
 from pydantic_core import to_json
 
 from tidelog.errors import InvalidRequestError, TidelogError
-from tidelog.log.fetch import FetchedBatch, LogReader, PartitionData, wait_until
+from tidelog.log.read.fetch import FetchedBatch, LogReader, PartitionData, wait_until
 from tidelog.log.topics import Topic, TopicCache
 from tidelog.records import RecordTooLargeError
 

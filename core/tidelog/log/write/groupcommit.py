@@ -19,8 +19,8 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from tidelog.log.commit import AppendResult, WithdrawnError
-from tidelog.log.writer import AppendRequest, Upload, Writer
+from tidelog.log.write.commit import AppendResult, WithdrawnError
+from tidelog.log.write.writer import AppendRequest, Upload, Writer
 
 log = logging.getLogger(__name__)
 

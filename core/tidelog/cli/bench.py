@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
-from tidelog.cli_progress import progress
-from tidelog.cli_topics import UsageError, connection, connection_options, guarded, render
+from tidelog.cli.progress import progress
+from tidelog.cli.topics import UsageError, connection, connection_options, guarded, render
 
 
 def add_commands(commands: Any) -> None:

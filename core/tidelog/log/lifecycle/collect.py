@@ -35,25 +35,16 @@ from dataclasses import dataclass
 
 from tidelog.log import flushobject, keys
 from tidelog.log.entries import LogEntry
+from tidelog.log.garbage import GC_PK
 from tidelog.log.topics import Topic
 from tidelog.records import CorruptRecordError
-from tidelog.storage import Delete, MetadataStore, ObjectNotFoundError, ObjectStore, Put
+from tidelog.storage import Delete, MetadataStore, ObjectNotFoundError, ObjectStore
 
 logger = logging.getLogger(__name__)
 
-GC_PK = "gc"
 SEGMENTS_PREFIX = "segments/"
 LOG_PREFIXES = ("data/", SEGMENTS_PREFIX)
 LAST_MODIFIED_RESOLUTION_MS = 1000
-
-
-def record_orphan(meta: MetadataStore, object_key: str, now_ms: int) -> None:
-    meta.write(Put({"pk": keys.ORPHANS_PK, "sk": object_key, "recorded_ms": now_ms}))
-
-
-def enqueue(meta: MetadataStore, object_keys: Iterable[str], due_ms: int) -> None:
-    for key in sorted(set(object_keys)):
-        meta.write(Put({"pk": GC_PK, "sk": f"{due_ms:015d}#{key}", "object": key}))
 
 
 @dataclass

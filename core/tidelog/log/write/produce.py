@@ -18,14 +18,14 @@ import pybase64
 
 from tidelog.errors import InvalidRequestError, TidelogError
 from tidelog.log.topics import Topic
-from tidelog.log.validate import (
+from tidelog.log.write.validate import (
     KEYLESS_ON_COMPACTED,
     InvalidTimestampError,
     ProducedBatch,
     built_batch,
     validate_batches,
 )
-from tidelog.log.writer import AppendRequest
+from tidelog.log.write.writer import AppendRequest
 from tidelog.partitioner import Partitioner, select_partition
 from tidelog.records import InvalidRecordError, RecordBatchBuilder
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from tidelog.cli_topics import (
+from tidelog.cli.topics import (
     UsageError,
     connection,
     connection_options,

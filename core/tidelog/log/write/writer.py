@@ -18,18 +18,18 @@ from pathlib import Path
 
 from tidelog.errors import RetriableError
 from tidelog.log import flushobject, keys
-from tidelog.log.collect import record_orphan
-from tidelog.log.commit import (
+from tidelog.log.garbage import record_orphan
+from tidelog.log.head import high_watermark
+from tidelog.log.topics import Topic
+from tidelog.log.write.commit import (
     AppendResult,
     Committer,
     OffsetMismatchError,
     PartitionAppend,
     Sleep,
 )
-from tidelog.log.head import high_watermark
-from tidelog.log.staging import Recovery, StagingArea, recover
-from tidelog.log.topics import Topic
-from tidelog.log.validate import ProducedBatch
+from tidelog.log.write.staging import Recovery, StagingArea, recover
+from tidelog.log.write.validate import ProducedBatch
 from tidelog.storage import (
     MetadataStore,
     ObjectStore,

@@ -7,7 +7,7 @@ import logging
 import sys
 from typing import Any
 
-from tidelog.cli_topics import connection, connection_options
+from tidelog.cli.topics import connection, connection_options
 
 DEFAULT_PORT = 8090
 

@@ -21,8 +21,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import IO, Any
 
-from tidelog.cli_progress import progress
-from tidelog.cli_topics import UsageError, connection, connection_options, guarded, parse_time
+from tidelog.cli.progress import progress
+from tidelog.cli.topics import UsageError, connection, connection_options, guarded, parse_time
 
 FORMATS = ("text", "json")
 _TOKENS = re.compile(r"%[tpoTkvsKSh%]|\\[nt\\]")

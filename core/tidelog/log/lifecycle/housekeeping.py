@@ -12,8 +12,9 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from tidelog.log import collect, compaction, due, keys, retention, roll
+from tidelog.log import due, keys
 from tidelog.log.entries import LogEntry, partition_entries, without_leftovers
+from tidelog.log.lifecycle import collect, compaction, retention, roll
 from tidelog.log.topics import Topic, Topics, UnknownTopicError
 from tidelog.storage import MetadataStore, ObjectStore
 

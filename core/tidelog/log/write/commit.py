@@ -25,7 +25,8 @@ from tidelog.log import due, keys
 from tidelog.log.entries import LogEntry
 from tidelog.log.flushobject import Extent
 from tidelog.log.head import Head, put_head
-from tidelog.log.producers import (
+from tidelog.log.topics import TOPICS_PK, Topic, UnknownTopicError
+from tidelog.log.write.producers import (
     BatchRecord,
     DuplicateSequenceError,
     InvalidProducerEpochError,
@@ -34,8 +35,7 @@ from tidelog.log.producers import (
     SequenceGapError,
     new_state,
 )
-from tidelog.log.topics import TOPICS_PK, Topic, UnknownTopicError
-from tidelog.log.validate import ProducedBatch
+from tidelog.log.write.validate import ProducedBatch
 from tidelog.storage import (
     Check,
     Compare,
