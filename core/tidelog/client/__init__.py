@@ -2,15 +2,15 @@
 deployed stack, unsigned for `tidelog dev`. See docs/client.md."""
 
 from tidelog.client.admin import Admin, OffsetAt, PartitionOffsets, TopicInfo
-from tidelog.client.consumer import (
+from tidelog.client.consumed import (
     OFFSET_BEGINNING,
     OFFSET_END,
     OFFSET_INVALID,
     OFFSET_STORED,
-    Consumer,
     ConsumerRecord,
     TopicPartition,
 )
+from tidelog.client.consumer import Consumer
 from tidelog.client.errors import AuthorizationError
 from tidelog.client.http import Http
 from tidelog.client.producer import Producer, RecordMetadata

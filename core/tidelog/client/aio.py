@@ -20,13 +20,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Generic, Protocol, Self, TypeVar
 
-from tidelog.client.consumer import (
-    OFFSET_BEGINNING,
-    OFFSET_END,
-    Consumer,
-    ConsumerRecord,
-    TopicPartition,
-)
+from tidelog.client.consumed import OFFSET_BEGINNING, OFFSET_END, ConsumerRecord, TopicPartition
+from tidelog.client.consumer import Consumer
 from tidelog.client.producer import Producer, RecordMetadata
 
 _T = TypeVar("_T")
