@@ -21,8 +21,9 @@ from tidelog import api, runtime, snapstart
 from tidelog.assignors import ASSIGNORS
 from tidelog.errors import InvalidRequestError
 from tidelog.groups import lag
-from tidelog.groups.coordinator import JoinRequest, OffsetCommit
+from tidelog.groups.coordinator import JoinRequest
 from tidelog.groups.model import group_partitions
+from tidelog.groups.offsets import OffsetCommit
 from tidelog.telemetry import Metrics, MetricUnit
 
 app = api.resolver()

@@ -11,7 +11,7 @@ from tests.support.groups import coordinator
 from tidelog.assignors import TopicPartition
 from tidelog.errors import InvalidRequestError
 from tidelog.groups import items
-from tidelog.groups.coordinator import Joined, JoinRequest, OffsetCommit
+from tidelog.groups.coordinator import Joined, JoinRequest
 from tidelog.groups.model import (
     FencedInstanceError,
     GroupNotFoundError,
@@ -23,6 +23,7 @@ from tidelog.groups.model import (
     UnknownAssignorError,
     UnknownMemberError,
 )
+from tidelog.groups.offsets import OffsetCommit
 from tidelog.log import keys
 from tidelog.storage import Put
 

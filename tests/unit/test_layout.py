@@ -98,7 +98,7 @@ def test_no_two_parts_of_the_package_import_each_other():
 
     def visit(node: str, trail: list[str]) -> None:
         if node in trail:
-            cycles.append(" -> ".join(trail[trail.index(node) :] + [node]))
+            cycles.append(" -> ".join([*trail[trail.index(node) :], node]))
             return
         for target in sorted(edges[node]):
             visit(target, [*trail, node])

@@ -193,4 +193,3 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "console": console.run,
     "chaos": chaos.run,
 }
-

@@ -21,25 +21,23 @@ from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 from tidelog.assignors import TopicPartition, assign
-from tidelog.errors import InvalidRequestError, RetriableError, TidelogError
+from tidelog.errors import RetriableError
 from tidelog.groups import items
 from tidelog.groups.model import (
-    MAX_METADATA_BYTES,
     REBALANCING,
     Assignment,
     Committed,
     FencedInstanceError,
     Group,
-    GroupNotFoundError,
     IllegalGenerationError,
     Limits,
     Member,
-    NonEmptyGroupError,
     RebalanceInProgressError,
     State,
     UnknownMemberError,
     expired_members,
     is_cooperative,
+    known_member,
     laggards,
     new_member,
     rebalance_deadline_ms,
@@ -50,16 +48,15 @@ from tidelog.groups.model import (
     validate_group_id,
     withheld,
 )
+from tidelog.groups.offsets import CommitResult, GroupOffsets, OffsetCommit
 from tidelog.log.read.fetch import LogReader
 from tidelog.log.topics import Topics
 from tidelog.storage import (
     ConditionFailedError,
-    Delete,
     MetadataStore,
     Put,
     Write,
 )
-from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
 
 logger = logging.getLogger(__name__)
 
@@ -103,22 +100,6 @@ class Heartbeat:
     assignment: tuple[TopicPartition, ...]
 
 
-@dataclass(frozen=True)
-class OffsetCommit:
-    topic: str
-    partition: int
-    offset: int
-    metadata: str = ""
-
-
-@dataclass(frozen=True)
-class CommitResult:
-    topic: str
-    partition: int
-    offset: int | None = None
-    error: TidelogError | None = None
-
-
 class Coordinator:
     def __init__(
         self,
@@ -140,6 +121,13 @@ class Coordinator:
         self._limits = limits or Limits()
         self._initial_delay_ms = initial_rebalance_delay_ms
         self._new_id = new_id
+        self._offsets = GroupOffsets(
+            meta,
+            topics,
+            reader,
+            clock_ms=clock_ms,
+            current=lambda name: self._expired(self.load(name)),
+        )
 
     # -- reading -------------------------------------------------------------------------
 
@@ -272,7 +260,7 @@ class Coordinator:
         now = self._clock_ms()
 
         def change(group: Group) -> tuple[Group, list[Write], Joined]:
-            member = self._known(group, member_id)
+            member = known_member(group, member_id)
             if request.group_instance_id != member.group_instance_id:
                 raise FencedInstanceError(
                     f"member {member_id} joined with group_instance_id "
@@ -299,7 +287,7 @@ class Coordinator:
         validate_group_id(name)
 
         def change(group: Group) -> tuple[Group, list[Write], Group]:
-            self._known(group, member_id)
+            known_member(group, member_id)
             members = {k: v for k, v in group.members.items() if k != member_id}
             protocol = select_protocol(members.values()) if members else None
             left = rebalanced(group, members, protocol, self._clock_ms())
@@ -317,7 +305,7 @@ class Coordinator:
         sizes = self.topic_sizes()
 
         def change(group: Group) -> tuple[Group, list[Write], Group]:
-            member = self._known(group, member_id)
+            member = known_member(group, member_id)
             if generation > group.generation:
                 raise IllegalGenerationError(
                     f"generation {generation} is ahead of the group's {group.generation}"
@@ -361,17 +349,6 @@ class Coordinator:
             keep=keep,
             kept_from=-1 if last is None else last.generation,
         )
-
-    def _known(self, group: Group, member_id: str) -> Member:
-        if member_id in group.fenced:
-            raise FencedInstanceError(
-                f"member {member_id} was replaced by a newer member with group_instance_id "
-                f"{group.fenced[member_id]!r}"
-            )
-        member = group.members.get(member_id)
-        if member is None:
-            raise UnknownMemberError(f"member {member_id!r} is not in group {group.name!r}")
-        return member
 
     # -- the rebalance's task --------------------------------------------------------------
 
@@ -441,118 +418,17 @@ class Coordinator:
             )
         return result
 
-    # -- offsets ---------------------------------------------------------------------------
+    # -- offsets: tidelog.groups.offsets ------------------------------------------------
 
     def commit(
         self, name: str, member_id: str, generation: int, offsets: Sequence[OffsetCommit]
     ) -> list[CommitResult]:
-        """Kafka's OffsetCommit: the member and generation are checked first, for the whole
-        request; then each partition. Any offset is taken from a current member, lower ones
-        included (a consumer that seeks back commits its new position): fencing, not
-        monotonicity, is the protection."""
-        validate_group_id(name)
-        # A partition named twice is committed once, at the last offset named: Kafka's
-        # coordinator reads a commit's partitions into a map.
-        offsets = list({(o.topic, o.partition): o for o in offsets}.values())
-        keys = [(o.topic, o.partition) for o in offsets]
-        self._fence_commit(self._expired(self.load(name)), member_id, generation)
-        results: dict[tuple[str, int], CommitResult] = {}
-        pending = []
-        for commit in offsets:
-            error = self._check_commit(commit)
-            if error is not None:
-                results[(commit.topic, commit.partition)] = CommitResult(
-                    commit.topic, commit.partition, error=error
-                )
-            else:
-                pending.append(commit)
-        for start in range(0, len(pending), MAX_TRANSACTION_WRITES - 2):
-            chunk = pending[start : start + MAX_TRANSACTION_WRITES - 2]
-            for result in self._commit_chunk(name, member_id, generation, chunk):
-                results[(result.topic, result.partition)] = result
-        return [results[k] for k in keys]
-
-    def _check_commit(self, commit: OffsetCommit) -> TidelogError | None:
-        if len(commit.metadata.encode()) > MAX_METADATA_BYTES:
-            return InvalidRequestError(
-                f"metadata over {MAX_METADATA_BYTES} bytes", kafka_error="OFFSET_METADATA_TOO_LARGE"
-            )
-        try:
-            self._topics.get(commit.topic).check_partition(commit.partition)
-        except TidelogError as exc:
-            return exc
-        return None
-
-    def _commit_chunk(
-        self, name: str, member_id: str, generation: int, chunk: Sequence[OffsetCommit]
-    ) -> list[CommitResult]:
-        for _ in range(_ATTEMPTS):
-            group = self._expired(self.load(name))
-            self._fence_commit(group, member_id, generation)
-            now = self._clock_ms()
-            writes: list[Write] = [
-                Put(
-                    items.offset_item(
-                        name,
-                        Committed(
-                            commit.topic, commit.partition, commit.offset, commit.metadata, now
-                        ),
-                        generation=generation,
-                        member_id=member_id,
-                    )
-                )
-                for commit in chunk
-            ]
-            try:
-                # Conditional on the group as fenced: a membership change in between refences.
-                self._meta.transact([*items.guard(name, group), *writes])
-            except ConditionFailedError:
-                continue
-            return [CommitResult(c.topic, c.partition, c.offset) for c in chunk]
-        raise RetriableError(f"group {name} kept changing under the commit; try again")
-
-    def _fence_commit(self, group: Group, member_id: str, generation: int) -> None:
-        if not group.members:
-            if member_id or generation != -1:
-                raise UnknownMemberError(
-                    f'group {group.name} has no members: commit with member_id "" and '
-                    "generation_id -1"
-                )
-            return
-        self._known(group, member_id)
-        if group.state == State.STABLE and generation == group.generation:
-            return
-        last = group.assignment.generation if group.assignment is not None else None
-        if group.state in REBALANCING and generation == last:
-            return  # what a member processed before the rebalance is still its to commit
-        if group.state in REBALANCING and generation == group.generation:
-            raise RebalanceInProgressError(
-                f"group {group.name} is rebalancing: commit as generation {last}",
-                generation=group.generation,
-                state=group.state.value,
-                kept_from=-1 if last is None else last,
-            )
-        raise IllegalGenerationError(
-            f"generation {generation} is not the group's current {group.generation}"
-        )
+        return self._offsets.commit(name, member_id, generation, offsets)
 
     def committed(
         self, name: str, partitions: Iterable[tuple[str, int]] | None = None
     ) -> dict[tuple[str, int], Committed]:
-        wanted = None if partitions is None else set(partitions)
-        out = {}
-        for item in self._meta.query(items.offsets_pk(name)):
-            key = (str(item["topic"]), items.int_of(item["partition"]))
-            if wanted is not None and key not in wanted:
-                continue
-            out[key] = Committed(
-                key[0],
-                key[1],
-                items.int_of(item["offset"]),
-                str(item.get("metadata", "")),
-                items.int_of(item["commit_ms"]),
-            )
-        return out
+        return self._offsets.committed(name, partitions)
 
     def reset(
         self,
@@ -563,103 +439,10 @@ class Coordinator:
         timestamp: int | None = None,
         offset: int | None = None,
     ) -> list[Committed]:
-        """Move committed offsets anywhere (back included): only while the group is empty."""
-        validate_group_id(name)
-        group = self._expired(self.load(name))
-        if group.members:
-            raise NonEmptyGroupError(
-                f"group {name} has {len(group.members)} member(s): reset offsets only while it "
-                "is empty"
-            )
-        names = list(topics) or sorted({t for t, _ in self.committed(name)})
-        now = self._clock_ms()
-        writes: list[Write] = []
-        out = []
-        for topic_name in names:
-            topic = self._topics.get(topic_name)
-            bounds_of = self._reader.heads([(topic.topic_id, p) for p in range(topic.partitions)])
-            for partition in range(topic.partitions):
-                bounds = bounds_of[(topic.topic_id, partition)]
-                target = self._reset_target(
-                    topic.topic_id, partition, bounds, to, timestamp=timestamp, offset=offset
-                )
-                reset = Committed(topic_name, partition, target, "", now)
-                out.append(reset)
-                writes.append(Put(items.offset_item(name, reset, generation=-1, member_id="")))
-        step = MAX_TRANSACTION_WRITES - 2  # room for the guard, a group's creation included
-        for start in range(0, len(writes), step):
-            guard = items.guard(name, group)
-            try:
-                self._meta.transact([*guard, *writes[start : start + step]])
-            except ConditionFailedError as exc:
-                raise NonEmptyGroupError(f"group {name} changed during the reset") from exc
-            if not group.exists:  # created by this first transaction
-                group = replace(group, version=group.version + 1)
-        return out
+        return self._offsets.reset(name, to, topics=topics, timestamp=timestamp, offset=offset)
 
     def delete(self, name: str) -> None:
-        """Kafka's DeleteGroups: an empty group, and every offset it committed, are gone (a
-        group with members is NON_EMPTY_GROUP; one that never was, GROUP_ID_NOT_FOUND)."""
-        validate_group_id(name)
-        group = self._expired(self.load(name))
-        if group.members:
-            raise NonEmptyGroupError(
-                f"group {name} has {len(group.members)} member(s): delete it once it is empty"
-            )
-        offsets = [
-            Delete(str(i["pk"]), str(i["sk"])) for i in self._meta.query(items.offsets_pk(name))
-        ]
-        if not group.exists and not offsets:
-            raise GroupNotFoundError(f"group {name!r} does not exist")
-        # The group's own items go in the last transaction, which removes its meta item on
-        # condition that nothing joined meanwhile; every transaction before it (only a group
-        # with more than ~95 committed partitions needs them) is fenced the same way.
-        own = [
-            Delete(str(i["pk"]), str(i["sk"]))
-            for i in self._meta.query(items.group_pk(name))
-            if i["sk"] != items.META_SK
-        ]
-        fence: Write = items.meta_check(name, group)
-        if group.exists:
-            fence = Delete(items.group_pk(name), items.META_SK, items.meta_condition(group))
-        last: list[Write] = [*own, Delete(items.GROUPS_PK, name), fence]
-        room = MAX_TRANSACTION_WRITES - len(last)
-        head, tail = offsets[: len(offsets) - room] if len(offsets) > room else [], offsets[-room:]
-        step = MAX_TRANSACTION_WRITES - 1
-        chunks = [
-            [items.meta_check(name, group), *head[i : i + step]] for i in range(0, len(head), step)
-        ]
-        try:
-            for chunk in [*chunks, [*tail, *last]]:
-                self._meta.transact(chunk)
-        except ConditionFailedError as exc:
-            raise NonEmptyGroupError(f"group {name} changed during the delete") from exc
-
-    def _reset_target(
-        self,
-        topic_id: str,
-        partition: int,
-        bounds: tuple[int, int],
-        to: str,
-        *,
-        timestamp: int | None,
-        offset: int | None,
-    ) -> int:
-        start, end = bounds
-        if to == "earliest":
-            return start
-        if to == "latest":
-            return end
-        if to == "timestamp":
-            if timestamp is None:
-                raise InvalidRequestError('to "timestamp" needs a timestamp')
-            found = self._reader.offset_for_timestamp(topic_id, partition, timestamp)
-            return end if found is None else found[0]
-        if to == "offset":
-            if offset is None:
-                raise InvalidRequestError('to "offset" needs an offset')
-            return min(max(offset, start), end)
-        raise InvalidRequestError("to must be earliest, latest, timestamp or offset")
+        self._offsets.delete(name)
 
     # -- the one way state changes ---------------------------------------------------------
 

@@ -366,3 +366,16 @@ def stalled(group: Group, now_ms: int, stall_ms: int) -> bool:
     failed for good): ``stall_ms`` past the join barrier's deadline, the next heartbeat starts
     the generation over."""
     return group.state in REBALANCING and now_ms > rebalance_deadline_ms(group) + stall_ms
+
+
+def known_member(group: Group, member_id: str) -> Member:
+    """The member, if the group has it (an instance fenced by a newer one is told so)."""
+    if member_id in group.fenced:
+        raise FencedInstanceError(
+            f"member {member_id} was replaced by a newer member with group_instance_id "
+            f"{group.fenced[member_id]!r}"
+        )
+    member = group.members.get(member_id)
+    if member is None:
+        raise UnknownMemberError(f"member {member_id!r} is not in group {group.name!r}")
+    return member

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from tidelog import runtime
 from tidelog.assignors import ASSIGNORS
 from tidelog.errors import TidelogError
-from tidelog.groups.coordinator import CommitResult, Coordinator, JoinRequest, OffsetCommit
+from tidelog.groups.coordinator import Coordinator, JoinRequest
 from tidelog.groups.model import (
     Assignment,
     FencedInstanceError,
@@ -37,6 +37,7 @@ from tidelog.groups.model import (
     UnknownMemberError,
     validate_group_id,
 )
+from tidelog.groups.offsets import CommitResult, OffsetCommit
 from tidelog.kafka.codec import NONE, Request, code, field, items
 from tidelog.kafka.consumer_protocol import (
     PROTOCOL_TYPE,

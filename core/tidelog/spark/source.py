@@ -190,7 +190,8 @@ class StreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow
         if self.group is None or end == self._lag_committed:
             return
         self._lag_committed = end
-        from tidelog.groups.coordinator import Coordinator, OffsetCommit  # noqa: PLC0415
+        from tidelog.groups.coordinator import Coordinator  # noqa: PLC0415
+        from tidelog.groups.offsets import OffsetCommit  # noqa: PLC0415
 
         meta, objects = stores(self.connection)
         topics = Topics(meta, _now_ms)
