@@ -17,7 +17,7 @@ from pydantic_core import to_json
 
 from tidelog import api, runtime, snapstart
 from tidelog.errors import TidelogError
-from tidelog.log.write.commit import AppendResult
+from tidelog.log.write.plan import AppendResult
 from tidelog.log.write.produce import (
     MAX_JSON_TIMESTAMP,
     MAX_RECORDS_PER_REQUEST,

@@ -9,13 +9,8 @@ import pytest
 
 from tidelog.log.flushobject import Extent
 from tidelog.log.topics import TOPICS_PK, Topic
-from tidelog.log.write.commit import (
-    Committer,
-    OffsetMismatchError,
-    PartitionAppend,
-    WithdrawnError,
-    plan,
-)
+from tidelog.log.write.commit import Committer
+from tidelog.log.write.plan import OffsetMismatchError, PartitionAppend, WithdrawnError, plan
 from tidelog.log.write.producers import (
     BatchRecord,
     DuplicateSequenceError,

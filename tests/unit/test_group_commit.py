@@ -11,8 +11,8 @@ import time
 import pytest
 
 from tidelog.log.topics import Topic
-from tidelog.log.write.commit import AppendResult
 from tidelog.log.write.groupcommit import GroupCommitter
+from tidelog.log.write.plan import AppendResult
 from tidelog.log.write.validate import ProducedBatch
 from tidelog.log.write.writer import AppendRequest
 

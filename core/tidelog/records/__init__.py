@@ -13,7 +13,9 @@ from tidelog.records.batch import (
     ControlRecord,
     Record,
     RecordBatch,
-    RecordBatchBuilder,
+)
+from tidelog.records.builder import RecordBatchBuilder
+from tidelog.records.edits import (
     with_base_offset,
     with_log_append_time,
     with_partition_leader_epoch,

@@ -17,7 +17,8 @@ import zlib
 from dataclasses import dataclass
 
 from tidelog.records import compression as codecs
-from tidelog.records.batch import NO_TIMESTAMP, TIMESTAMP_TYPES, Record, RecordBatchBuilder
+from tidelog.records.batch import NO_TIMESTAMP, TIMESTAMP_TYPES, Record
+from tidelog.records.builder import RecordBatchBuilder
 from tidelog.records.errors import (
     CorruptRecordError,
     InvalidRecordError,

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
-from tidelog.log.write.commit import AppendResult, WithdrawnError
+from tidelog.log.write.plan import AppendResult, WithdrawnError
 from tidelog.log.write.writer import AppendRequest, Upload, Writer
 
 log = logging.getLogger(__name__)

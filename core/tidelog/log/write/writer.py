@@ -21,13 +21,8 @@ from tidelog.log import flushobject, keys
 from tidelog.log.garbage import record_orphan
 from tidelog.log.head import high_watermark
 from tidelog.log.topics import Topic
-from tidelog.log.write.commit import (
-    AppendResult,
-    Committer,
-    OffsetMismatchError,
-    PartitionAppend,
-    Sleep,
-)
+from tidelog.log.write.commit import Committer, Sleep
+from tidelog.log.write.plan import AppendResult, OffsetMismatchError, PartitionAppend
 from tidelog.log.write.staging import Recovery, StagingArea, recover
 from tidelog.log.write.validate import ProducedBatch
 from tidelog.storage import (
