@@ -23,6 +23,7 @@ from tidelog.kafka.consumer_protocol import (
 )
 from tidelog.kafka.groups import LEADER, GroupHandlers
 from tidelog.kafka.node import Node
+from tidelog.kafka.offsets import OffsetHandlers
 from tidelog.kafka.registry import Solo
 
 NONE, UNKNOWN_TOPIC_OR_PARTITION, ILLEGAL_GENERATION, INCONSISTENT_PROTOCOL = 0, 3, 22, 23
@@ -63,6 +64,7 @@ class Agent:
             monotonic=lambda: self.clock.now / 1000,
             sleep=self._sleep,
         )
+        self.offsets = OffsetHandlers(coordinator=lambda: self.coord)
 
     def _sleep(self, seconds: float) -> None:
         self.clock.now += int(seconds * 1000)
@@ -84,8 +86,8 @@ class Agent:
             ApiKey.SYNC_GROUP: self.groups.sync_group,
             ApiKey.HEARTBEAT: self.groups.heartbeat,
             ApiKey.LEAVE_GROUP: self.groups.leave_group,
-            ApiKey.OFFSET_COMMIT: self.groups.offset_commit,
-            ApiKey.OFFSET_FETCH: self.groups.offset_fetch,
+            ApiKey.OFFSET_COMMIT: self.offsets.offset_commit,
+            ApiKey.OFFSET_FETCH: self.offsets.offset_fetch,
             ApiKey.FIND_COORDINATOR: self.groups.find_coordinator,
             ApiKey.DESCRIBE_GROUPS: self.groups.describe_groups,
             ApiKey.LIST_GROUPS: self.groups.list_groups,

@@ -120,5 +120,5 @@ def test_no_module_is_longer_than_one_sitting():
 def test_the_checks_can_fail():
     assert part("tidelog.log.write.commit") == "tidelog.log.write"
     assert part("tidelog.log.keys") == "tidelog.log"
-    assert "tidelog.log.write.commit" in imports()["tidelog.log.write.groupcommit"]
+    assert "tidelog.log.write.plan" in imports()["tidelog.log.write.groupcommit"]
     assert offending("tidelog.log.write", {"tidelog.errors"})  # it does import the log's core

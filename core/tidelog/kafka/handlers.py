@@ -22,6 +22,7 @@ from tidelog.kafka.apis import API_VERSIONS, ApiKey
 from tidelog.kafka.codec import NONE, Request, code, field, items
 from tidelog.kafka.groups import GroupHandlers
 from tidelog.kafka.node import Node
+from tidelog.kafka.offsets import OffsetHandlers
 from tidelog.kafka.placement import client_zone, owner, partition_key, visible
 from tidelog.kafka.registry import Brokers
 from tidelog.kafka.watcher import HighWatermarkWatcher, Partition
@@ -50,6 +51,7 @@ class Handlers:
         self._partition_reads = ThreadPoolExecutor(PARTITION_READS, thread_name_prefix="fetch")
         self._cluster: str | None = None
         groups = GroupHandlers(brokers)
+        offsets = OffsetHandlers()
         self._apis: Mapping[ApiKey, Callable[[Request], Answer]] = {
             ApiKey.API_VERSIONS: self.api_versions,
             ApiKey.METADATA: self.metadata,
@@ -62,8 +64,8 @@ class Handlers:
             ApiKey.SYNC_GROUP: groups.sync_group,
             ApiKey.HEARTBEAT: groups.heartbeat,
             ApiKey.LEAVE_GROUP: groups.leave_group,
-            ApiKey.OFFSET_COMMIT: groups.offset_commit,
-            ApiKey.OFFSET_FETCH: groups.offset_fetch,
+            ApiKey.OFFSET_COMMIT: offsets.offset_commit,
+            ApiKey.OFFSET_FETCH: offsets.offset_fetch,
             ApiKey.DESCRIBE_GROUPS: groups.describe_groups,
             ApiKey.LIST_GROUPS: groups.list_groups,
             ApiKey.DELETE_GROUPS: groups.delete_groups,

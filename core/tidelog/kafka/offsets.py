@@ -1,0 +1,99 @@
+"""Kafka's OffsetCommit and OffsetFetch over tidelog's group offsets
+(:mod:`tidelog.groups.offsets`): every agent answers for every group."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from tidelog import runtime
+from tidelog.errors import TidelogError
+from tidelog.groups.coordinator import Coordinator
+from tidelog.groups.model import validate_group_id
+from tidelog.groups.offsets import CommitResult, OffsetCommit
+from tidelog.kafka.codec import NONE, Request, field, items
+
+Answer = dict[str, Any]
+NO_OFFSET = -1
+
+
+class OffsetHandlers:
+    def __init__(self, *, coordinator: Callable[[], Coordinator] = runtime.coordinator) -> None:
+        self._coordinator = coordinator
+
+    def offset_commit(self, request: Request) -> Answer:
+        body = request.body
+        wanted = [
+            (str(t.name), int(p.partition_index), int(p.committed_offset), p.committed_metadata)
+            for t in items(body.topics)
+            for p in items(t.partitions)
+        ]
+        try:
+            results = self._coordinator().commit(
+                str(body.group_id),
+                str(body.member_id),
+                int(body.generation_id_or_member_epoch),
+                [OffsetCommit(t, p, offset, metadata or "") for t, p, offset, metadata in wanted],
+            )
+        except TidelogError as exc:  # the whole request was refused: every partition says so
+            results = [CommitResult(t, p, error=exc) for t, p, _, _ in wanted]
+        by_topic: dict[str, list[Answer]] = {}
+        for result in results:
+            error = NONE if result.error is None else result.error.kafka_error.code
+            by_topic.setdefault(result.topic, []).append(
+                {"partition_index": result.partition, "error_code": error}
+            )
+        return {
+            "throttle_time": 0,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
+
+    def offset_fetch(self, request: Request) -> Answer:
+        body = request.body
+        groups = field(body, "groups")
+        if groups is None:  # before v8: one group
+            groups = [OffsetFetchGroup(str(body.group_id), body.topics)]
+        answers = [
+            {"group_id": str(g.group_id), **self._fetch_offsets(str(g.group_id), g.topics)}
+            for g in items(groups)
+        ]
+        # Before v8 the one group's answer is the whole answer; from v8, each in a list.
+        first = answers[0] if answers else {"topics": [], "error_code": NONE}
+        return {"throttle_time": 0, **first, "groups": answers}
+
+    def _fetch_offsets(self, name: str, topics: Iterable[Any] | None) -> Answer:
+        """A group's committed offsets: of the partitions named, or all it has (``topics``
+        null). A partition without one answers offset -1, as Kafka's does."""
+        try:
+            committed = self._coordinator().committed(validate_group_id(name))
+        except TidelogError as exc:
+            return {"topics": [], "error_code": exc.kafka_error.code}
+        if topics is None:
+            wanted = sorted(committed)
+        else:
+            wanted = [(str(t.name), int(p)) for t in topics for p in items(t.partition_indexes)]
+        by_topic: dict[str, list[Answer]] = {}
+        for topic, partition in wanted:
+            found = committed.get((topic, partition))
+            by_topic.setdefault(topic, []).append(
+                {
+                    "partition_index": partition,
+                    "committed_offset": NO_OFFSET if found is None else found.offset,
+                    "committed_leader_epoch": -1,
+                    "metadata": "" if found is None else found.metadata,
+                    "error_code": NONE,
+                }
+            )
+        return {
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+            "error_code": NONE,
+        }
+
+
+@dataclass(frozen=True)
+class OffsetFetchGroup:
+    """One group of an OffsetFetch, as v8 names it, for the versions before that name one."""
+
+    group_id: str
+    topics: Any
