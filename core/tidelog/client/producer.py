@@ -436,11 +436,30 @@ class Producer:
             return self._identity
 
     def _partition_count(self, topic: str) -> int:
-        now = time.monotonic()
+        """The topic's partition count, read again once ``metadata.max.age.ms`` old. As in
+        Kafka's producer, a refresh that fails leaves the known count in use (tried again after
+        ``retry.backoff.ms``), and with none known a retriable failure is tried again for up
+        to ``max.block.ms``; an unknown topic is refused at once."""
+        max_age_s = self.config.metadata_max_age_ms / 1000
+        backoff_s = self.config.retry_backoff_ms / 1000
         known = self._counts.get(topic)
-        if known is None or now - known[1] > self.config.metadata_max_age_ms / 1000:
-            self._counts[topic] = (self._admin.describe_topic(topic).partitions, now)
-        return self._counts[topic][0]
+        if known is not None and time.monotonic() - known[1] <= max_age_s:
+            return known[0]
+        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        while True:
+            try:
+                count = self._admin.describe_topic(topic).partitions
+            except (RetriableError, httpx2.TransportError) as exc:
+                if known is not None:
+                    log.warning("refreshing %s's partitions: %s; keeping %d", topic, exc, known[0])
+                    self._counts[topic] = (known[0], time.monotonic() - max_age_s + backoff_s)
+                    return known[0]
+                if time.monotonic() + backoff_s >= deadline:
+                    raise
+                time.sleep(backoff_s)
+                continue
+            self._counts[topic] = (count, time.monotonic())
+            return count
 
 
 def _bytes(value: bytes | str | None) -> bytes | None:
