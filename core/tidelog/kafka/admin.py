@@ -15,12 +15,10 @@ from typing import Any
 
 from tidelog import runtime
 from tidelog.errors import InvalidRequestError, TidelogError
-from tidelog.kafka.codec import field, items
+from tidelog.kafka.codec import Answer, field, items
 from tidelog.kafka.node import Node
 from tidelog.log import configs as topic_configs
 from tidelog.log.topics import Topic, TopicExistsError, validate_name, validate_partitions
-
-Answer = dict[str, Any]
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 TOPIC_CONFIG_SOURCE, STATIC_BROKER_CONFIG_SOURCE, DEFAULT_CONFIG_SOURCE = 1, 4, 5

@@ -160,6 +160,8 @@ def _typed(kafka_type: str | None, value: Any) -> Any:
     return value
 
 
+# A response body before encoding: version-free, each version takes the fields it has.
+Answer = dict[str, Any]
 NONE = 0  # an answer's error_code when all went well
 
 

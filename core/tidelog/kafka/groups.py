@@ -36,7 +36,7 @@ from tidelog.groups.model import (
     UnknownMemberError,
     validate_group_id,
 )
-from tidelog.kafka.codec import NONE, Request, code, field, items
+from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
 from tidelog.kafka.consumer_protocol import (
     PROTOCOL_TYPE,
     read_subscription,
@@ -47,7 +47,6 @@ from tidelog.kafka.node import Node
 from tidelog.kafka.placement import client_zone, group_key, owner, visible
 from tidelog.kafka.registry import Brokers
 
-Answer = dict[str, Any]
 _R = TypeVar("_R")
 
 LEADER = "tidelog"

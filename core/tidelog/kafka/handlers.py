@@ -19,7 +19,7 @@ from tidelog.cluster import describe_cluster
 from tidelog.errors import TidelogError
 from tidelog.kafka import admin
 from tidelog.kafka.apis import API_VERSIONS, ApiKey
-from tidelog.kafka.codec import NONE, Request, code, field, items
+from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
 from tidelog.kafka.groups import GroupHandlers
 from tidelog.kafka.node import Node
 from tidelog.kafka.offsets import OffsetHandlers
@@ -33,8 +33,6 @@ from tidelog.log.topics import Topic
 from tidelog.log.write.produce import log_append_time, parse_raw
 from tidelog.log.write.producer_ids import allocate_producer_id
 from tidelog.log.write.writer import AppendRequest
-
-Answer = dict[str, Any]
 
 EARLIEST, LATEST = -2, -1  # ListOffsets' special timestamps
 PARTITION_READS = 16

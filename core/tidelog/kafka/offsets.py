@@ -12,9 +12,8 @@ from tidelog.errors import TidelogError
 from tidelog.groups.coordinator import Coordinator
 from tidelog.groups.model import validate_group_id
 from tidelog.groups.offsets import CommitResult, OffsetCommit
-from tidelog.kafka.codec import NONE, Request, field, items
+from tidelog.kafka.codec import NONE, Answer, Request, field, items
 
-Answer = dict[str, Any]
 NO_OFFSET = -1
 
 
