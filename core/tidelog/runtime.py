@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from tidelog import aws
 from tidelog.log import claims
-from tidelog.log.topics import TopicCache, Topics
+from tidelog.log.topics import Topic, TopicCache, Topics, UnknownTopicError
 from tidelog.log.write.groupcommit import GroupCommitter
 from tidelog.log.write.staging import StagingArea
 from tidelog.log.write.writer import Writer, recover_staging
@@ -151,6 +151,19 @@ def topics() -> Topics:
 def topic_cache() -> TopicCache:
     """Topic metadata for produce: a second old at most (see TopicCache)."""
     return TopicCache(topics(), ttl_s=1.0, clock_s=time.monotonic)
+
+
+def topic_or_create(name: str, partition: int | None = None, *, create: bool = True) -> Topic:
+    """The topic ``name`` for a producer or a Metadata request; created with ``num.partitions``
+    partitions if it does not exist, the caller asks for it (``create``) and the cluster allows
+    it (``auto.create.topics.enable``). A name CreateTopics would refuse is
+    INVALID_TOPIC_EXCEPTION either way, as on Kafka."""
+    try:
+        return topic_cache().get(name, partition)
+    except UnknownTopicError:
+        if not (create and settings().auto_create_topics):
+            raise
+    return topics().create_if_absent(name, settings().num_partitions)
 
 
 @_once

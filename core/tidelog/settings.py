@@ -56,6 +56,13 @@ class Settings:
     """Kafka's group.min.session.timeout.ms (``TIDELOG_GROUP_MIN_SESSION_TIMEOUT_MS``)."""
     max_session_timeout_ms: int = 1_800_000
     """Kafka's group.max.session.timeout.ms (``TIDELOG_GROUP_MAX_SESSION_TIMEOUT_MS``)."""
+    auto_create_topics: bool = False
+    """Kafka's auto.create.topics.enable: a Metadata request or an HTTP produce naming an
+    unknown topic creates it (``TIDELOG_AUTO_CREATE_TOPICS``, true or false; off in the deployed
+    stack, as on MSK and Confluent Cloud, on in `tidelog dev`)."""
+    num_partitions: int = 1
+    """Kafka's num.partitions: the partition count of a topic created that way, or by a
+    CreateTopics that asks for the default (``TIDELOG_NUM_PARTITIONS``, >= 1)."""
     faults: str = ""
     """A simulation profile for the stores: ``aws-latency`` makes every S3 and DynamoDB call
     take as long as on AWS; ``nemesis`` fails and slows them as ``fault_file`` says from moment
@@ -91,6 +98,9 @@ class Settings:
             max_session_timeout_ms=_number(
                 environ, "TIDELOG_GROUP_MAX_SESSION_TIMEOUT_MS", 1_800_000
             ),
+            auto_create_topics=_one_of(environ, "TIDELOG_AUTO_CREATE_TOPICS", ("true", "false"))
+            == "true",
+            num_partitions=_at_least_one(environ, "TIDELOG_NUM_PARTITIONS", 1),
             faults=_one_of(environ, "TIDELOG_FAULTS", FAULT_PROFILES),
             fault_seed=_number(environ, "TIDELOG_FAULT_SEED", 0)
             if environ.get("TIDELOG_FAULT_SEED")

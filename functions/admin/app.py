@@ -3,10 +3,13 @@
 POST   /v1/topics                         create       {"name", "partitions", "configs"}
 GET    /v1/topics                         list
 GET    /v1/topics/{topic}                 describe, with each partition's offsets
-                                          (?sizes=true: and its size in bytes)
+                                          (?sizes=true: and its size in bytes; ?create=true:
+                                          created first where the cluster auto-creates)
 DELETE /v1/topics/{topic}                 delete
 PATCH  /v1/topics/{topic}/configs         set configs; null resets one to its default
 POST   /v1/topics/{topic}/partitions      grow to {"count"} partitions
+POST   /v1/topics/{topic}/delete-records  Kafka's DeleteRecords: each partition named now
+                                          starts at its offset (-1: its high watermark)
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from tidelog import api, runtime
+from tidelog.errors import TidelogError
 from tidelog.log import configs as topic_configs
 from tidelog.log.entries import log_sizes
 from tidelog.log.head import high_watermarks
-from tidelog.log.topics import MAX_PARTITIONS, Topic
+from tidelog.log.lifecycle import retention
+from tidelog.log.topics import MAX_PARTITIONS, Topic, UnknownTopicError
 from tidelog.telemetry import Metrics, MetricUnit
 
 app = api.resolver()
@@ -67,6 +72,33 @@ class PartitionOffsets(BaseModel):
     size_bytes: int | SkipJsonSchema[None] = Field(
         default=None, description="Stored bytes of the partition's log (DescribeLogDirs' size)"
     )
+
+
+class RecordDeletion(api.RequestModel):
+    partition: Annotated[int, Field(ge=0), api.INTEGRAL]
+    offset: Annotated[
+        int,
+        Field(ge=-1, description="The partition's new log start offset; -1: its high watermark"),
+        api.INTEGRAL,
+    ]
+
+
+class DeleteRecords(api.RequestModel):
+    partitions: Annotated[list[RecordDeletion], Field(min_length=1)]
+
+
+class RecordsDeleted(BaseModel):
+    partition: int
+    log_start_offset: int | SkipJsonSchema[None] = Field(
+        default=None, description="Where the partition's log now starts (Kafka's low watermark)"
+    )
+    error: str | SkipJsonSchema[None] = None
+    error_code: int | SkipJsonSchema[None] = None
+    message: str | SkipJsonSchema[None] = None
+
+
+class DeleteRecordsResult(BaseModel):
+    partitions: list[RecordsDeleted]
 
 
 class TopicSummary(BaseModel):
@@ -127,8 +159,23 @@ def list_topics() -> TopicList:
         }
     },
 )
-def describe_topic(topic: api.TopicName, sizes: Annotated[bool, Query()] = False) -> Response[str]:
-    found = runtime.topics().get(topic)
+def describe_topic(
+    topic: api.TopicName,
+    sizes: Annotated[bool, Query()] = False,
+    create: Annotated[
+        bool,
+        Query(
+            description="Create the topic if it does not exist and the cluster auto-creates "
+            "topics (Kafka's Metadata with allow_auto_topic_creation): what a producer asks"
+        ),
+    ] = False,
+) -> Response[str]:
+    try:
+        found = runtime.topics().get(topic)
+    except UnknownTopicError:
+        if not create:
+            raise
+        found = runtime.topic_or_create(topic)
     meta = runtime.metadata_store()
     bounds = high_watermarks(meta, [(found.topic_id, p) for p in range(found.partitions)])
     starts = {p: start for (_, p), (start, _) in bounds.items()}
@@ -161,6 +208,42 @@ def alter_configs(topic: api.TopicName, body: AlterConfigs) -> TopicSummary:
 @app.post("/v1/topics/<topic>/partitions", summary="Add partitions to a topic")
 def add_partitions(topic: api.TopicName, body: PartitionCount) -> TopicSummary:
     return summary(runtime.topics().add_partitions(topic, body.count))
+
+
+@app.post(
+    "/v1/topics/<topic>/delete-records",
+    summary="Delete records before an offset (Kafka's DeleteRecords)",
+    responses={
+        200: {
+            "description": "Each partition's new log start offset, or its error, in request order",
+            "content": {"application/json": {"model": DeleteRecordsResult}},
+        }
+    },
+)
+def delete_records(topic: api.TopicName, body: DeleteRecords) -> Response[str]:
+    found = runtime.topics().get(topic)
+    now = runtime.clock_ms()
+    results = []
+    for wanted in body.partitions:
+        try:
+            found.check_partition(wanted.partition)
+            start = retention.delete_records(
+                runtime.metadata_store(), found, wanted.partition, wanted.offset, now_ms=now
+            )
+            results.append(RecordsDeleted(partition=wanted.partition, log_start_offset=start))
+        except TidelogError as exc:
+            results.append(
+                RecordsDeleted(
+                    partition=wanted.partition,
+                    error=exc.kafka_error.name,
+                    error_code=exc.kafka_error.code,
+                    message=exc.message,
+                )
+            )
+    metrics.add_metric(name="RecordDeletions", unit=MetricUnit.Count, value=len(results))
+    return api.json_response(
+        200, DeleteRecordsResult(partitions=results).model_dump(exclude_none=True)
+    )
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -106,7 +106,7 @@ def _failed(error: TidelogError) -> dict[str, object]:
 def produce_records(topic: api.TopicName, body: ProduceRecords) -> Response[str]:
     records = json_records(body.records, body.encoding)
     explicit = [r.partition for r in records if r.partition is not None]
-    found = runtime.topic_cache().get(topic, max(explicit, default=None))
+    found = runtime.topic_or_create(topic, max(explicit, default=None))
     now = runtime.clock_ms()
     partitioner = runtime.partitioner()
     plan = plan_json_produce(
@@ -157,7 +157,7 @@ def produce_batches(
     partition: int,
     expected_offset: Annotated[int | None, Query(ge=0)] = None,
 ) -> BatchesResult:
-    found = runtime.topic_cache().get(topic, partition)
+    found = runtime.topic_or_create(topic, partition)
     found.check_partition(partition)
     now = runtime.clock_ms()
     batches = parse_raw(found, api.raw_body(app), now)

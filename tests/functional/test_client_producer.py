@@ -85,8 +85,9 @@ def test_keyless_records_stick_to_a_partition_per_batch(dev, topic):
 
 def test_bad_produces_fail_at_once_and_change_nothing(dev, topic):
     with Producer(url=dev.api_url) as producer:
-        with pytest.raises(NotFoundError):
-            producer.produce(f"absent-{uuid.uuid4().hex[:6]}", "v")
+        with pytest.raises(InvalidRequestError) as bad:
+            producer.produce("bad!name", "v")  # not created, however the cluster is set
+        assert bad.value.kafka_error.name == "INVALID_TOPIC_EXCEPTION"
         with pytest.raises(InvalidRequestError) as far:
             producer.produce(topic, "v", partition=9)
         assert far.value.kafka_error.name == "UNKNOWN_TOPIC_OR_PARTITION"
@@ -94,6 +95,19 @@ def test_bad_produces_fail_at_once_and_change_nothing(dev, topic):
             producer.produce(topic, b"x" * 2_000_000)
         assert big.value.kafka_error.name == "MESSAGE_TOO_LARGE"
     assert all(read_partition(dev, topic, p) == [] for p in range(4))
+
+
+def test_a_new_topic_is_created_by_its_first_record_as_kafkas_producer_creates_it(dev):
+    """`tidelog dev` auto-creates topics (Kafka's default): the producer's metadata lookup
+    creates it with num.partitions (1), as a Kafka producer's Metadata request does."""
+    name = f"fresh-{uuid.uuid4().hex[:8]}"
+    with Producer(url=dev.api_url) as producer:
+        sent = producer.produce(name, "first").result(30)
+    assert (sent.partition, sent.offset) == (0, 0)
+    with Admin(dev.api_url) as admin:
+        assert admin.describe_topic(name).partitions == 1
+        with pytest.raises(NotFoundError):  # a plain lookup never creates
+            admin.describe_topic(f"absent-{uuid.uuid4().hex[:6]}")
 
 
 def test_configs_are_kafkas_and_checked():

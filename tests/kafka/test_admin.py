@@ -91,7 +91,7 @@ def test_configs_are_described_for_topics_and_the_broker(dev, admin):
     broker_id = str(node_id)
     broker = ConfigResource(ConfigResourceType.BROKER, broker_id)
     configs = admin.describe_configs([broker], config_filter="all")["broker"][broker_id]
-    assert configs["auto.create.topics.enable"]["value"] == "false"
+    assert configs["auto.create.topics.enable"]["value"] == "true"  # tidelog dev turns it on
     assert configs["log.retention.ms"]["value"] == "604800000"
 
 

@@ -19,12 +19,13 @@ from hypothesis import strategies as st
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from kafka.protocol.old import produce as old_produce
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 from kio.static.primitive import Records
 
-from tidelog.kafka.apis import API_VERSIONS, ApiKey
+from tidelog.kafka.apis import API_VERSIONS, LEGACY_PRODUCE, ApiKey
 from tidelog.kafka.codec import (
     MAX_FRAME_BYTES,
     FrameError,
@@ -56,6 +57,7 @@ CASES = [
     pytest.param(key, version, is_request, id=f"{key.name}-v{version}-{kind}")
     for key, (low, high) in API_VERSIONS.items()
     for version in range(low, high + 1)
+    if not (key == ApiKey.PRODUCE and version in LEGACY_PRODUCE)  # below: kio has no schema
     for is_request, kind in ((True, "request"), (False, "response"))
 ]
 
@@ -175,6 +177,46 @@ def test_an_unknown_api_versions_version_is_answered_at_v0_as_clients_read_it():
     assert advertised == {int(k): v for k, v in API_VERSIONS.items()}
 
 
+@pytest.mark.parametrize("version", LEGACY_PRODUCE)
+def test_an_old_produce_is_read_and_each_partition_answered_unsupported_version(version):
+    """Produce v0-2, advertised for librdkafka's sake (KAFKA-18659), written and read back by
+    kafka-python's classes of those versions."""
+    request = getattr(old_produce, f"ProduceRequest_v{version}")(
+        required_acks=-1,
+        timeout=1000,
+        topics=[("clicks", [(0, b"old-format"), (2, b"")]), ("views", [(1, b"x")])],
+    )
+    decoded = decode_request(_request(request, correlation_id=77))
+    assert (decoded.api_key, decoded.api_version, decoded.correlation_id) == (0, version, 77)
+    assert decoded.client_id == "tests"
+    assert decoded.body.transactional_id is None
+    assert int(decoded.body.acks) == -1
+    assert [
+        (t.name, [(int(p.index), p.records) for p in t.partition_data])
+        for t in decoded.body.topic_data
+    ] == [
+        ("clicks", [(0, b"old-format"), (2, b"")]),
+        ("views", [(1, b"x")]),
+    ]
+    answer = Handlers(Solo(Node(1, "h", 9092))).produce(decoded)
+    frame = encode_response_as(ApiKey.PRODUCE, version, 77, answer)
+    assert frame_size(frame[:4]) == len(frame) - 4
+    theirs = getattr(old_produce, f"ProduceResponse_v{version}").decode(frame[8:])
+    assert int.from_bytes(frame[4:8], "big") == 77
+    unsupported = 35
+    assert [(t[0], [tuple(p[:3]) for p in t[1]]) for t in theirs.topics] == [
+        ("clicks", [(0, unsupported, -1), (2, unsupported, -1)]),
+        ("views", [(1, unsupported, -1)]),
+    ]
+    if version >= 1:
+        assert theirs.throttle_time_ms == 0
+
+
+def test_produce_is_advertised_from_v0_so_old_librdkafka_compresses():
+    """librdkafka before 2.11.1 compresses only if ApiVersions lists Produce v0 (issue 4956)."""
+    assert API_VERSIONS[ApiKey.PRODUCE][0] == 0
+
+
 def test_an_api_we_do_not_serve_is_unsupported():
     frame = (32).to_bytes(2, "big") + (0).to_bytes(2, "big") + (3).to_bytes(4, "big") + b"\0\0"
     with pytest.raises(UnsupportedVersionError):
@@ -214,7 +256,7 @@ def test_an_errored_fetch_partition_reads_as_empty_records_in_every_client(versi
     from kafka.protocol.consumer import FetchResponse
 
     from tidelog.kafka.handlers import _fetch_error
-    from tidelog.log.read.fetch import OffsetOutOfRangeError
+    from tidelog.log.head import OffsetOutOfRangeError
 
     error = OffsetOutOfRangeError(1000, log_start_offset=0, high_watermark=5)
     answer = {

@@ -17,6 +17,7 @@ from tidelog.kafka import registry as registry_module
 from tidelog.kafka.apis import ApiKey
 from tidelog.kafka.codec import Request, build, encode_response_as
 from tidelog.kafka.handlers import Handlers
+from tidelog.kafka.metadata import MetadataHandlers
 from tidelog.kafka.node import Node
 from tidelog.kafka.placement import (
     client_zone,
@@ -277,7 +278,7 @@ def handlers(monkeypatch):
     monkeypatch.setattr(runtime, "topics", lambda: topics)
     cache = TopicCache(topics, ttl_s=0, clock_s=time.monotonic)
     monkeypatch.setattr(runtime, "topic_cache", lambda: cache)
-    monkeypatch.setattr(Handlers, "_cluster_id", lambda self: "cluster-1")
+    monkeypatch.setattr(MetadataHandlers, "cluster_id", lambda self: "cluster-1")
     me, *others = AGENTS
     return Handlers(Brokers(me, tuple(others)))
 

@@ -15,8 +15,8 @@ import pytest
 from tests.support.log import tiny_log
 from tests.support.resources import new_bucket, new_table
 
+from tidelog.log.head import OffsetOutOfRangeError
 from tidelog.log.lifecycle.collect import live_objects
-from tidelog.log.read.fetch import OffsetOutOfRangeError
 from tidelog.storage.dynamodb import DynamoMetadataStore
 from tidelog.storage.memory import MemoryMetadataStore
 from tidelog.storage.s3 import S3ObjectStore

@@ -13,6 +13,28 @@ from typing import Any
 
 # (API, field path): why Kafka may send null there.
 KAFKA_SENDS_NULL: dict[tuple[str, str], str] = {
+    ("ALTER_CLIENT_QUOTAS", "entries.entity.entity_name"): "the default entity",
+    ("ALTER_CLIENT_QUOTAS", "entries.error_message"): "ApiError.NONE's message is null",
+    ("ALTER_CONFIGS", "responses.error_message"): "ApiError.NONE's message is null",
+    ("ALTER_PARTITION_REASSIGNMENTS", "error_message"): "ApiError.NONE's message is null",
+    ("ALTER_PARTITION_REASSIGNMENTS", "responses.partitions.error_message"): (
+        "ApiError.NONE's message is null"
+    ),
+    ("CREATE_ACLS", "results.error_message"): "ApiError.NONE's message is null",
+    ("DELETE_ACLS", "filter_results.error_message"): "ApiError.NONE's message is null",
+    ("DELETE_ACLS", "filter_results.matching_acls.error_message"): (
+        "ApiError.NONE's message is null"
+    ),
+    ("DESCRIBE_ACLS", "error_message"): "ApiError.NONE's message is null",
+    ("DESCRIBE_CLIENT_QUOTAS", "entries"): "an error's answer",
+    ("DESCRIBE_CLIENT_QUOTAS", "entries.entity.entity_name"): "the default entity",
+    ("DESCRIBE_CLIENT_QUOTAS", "error_message"): "ApiError.NONE's message is null",
+    ("DESCRIBE_PRODUCERS", "topics.partitions.error_message"): 'schema default "null"',
+    ("ELECT_LEADERS", "replica_election_results.partition_result.error_message"): (
+        "ApiError.NONE's message is null"
+    ),
+    ("INCREMENTAL_ALTER_CONFIGS", "responses.error_message"): "ApiError.NONE's message is null",
+    ("LIST_PARTITION_REASSIGNMENTS", "error_message"): "ApiError.NONE's message is null",
     ("CREATE_PARTITIONS", "results.error_message"): "ApiError.NONE's message is null",
     ("CREATE_TOPICS", "topics.configs.value"): "a sensitive config's value",
     ("CREATE_TOPICS", "topics.error_message"): "ApiError.NONE's message is null",

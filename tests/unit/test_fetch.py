@@ -9,8 +9,9 @@ from tests.support.log import tiny_log
 
 from tidelog.log import keys
 from tidelog.log.entries import LogEntry, partition_entries
+from tidelog.log.head import OffsetOutOfRangeError
 from tidelog.log.read.cache import ObjectCache
-from tidelog.log.read.fetch import LogReader, OffsetOutOfRangeError
+from tidelog.log.read.fetch import LogReader
 from tidelog.storage import Put
 
 

@@ -527,3 +527,44 @@ def test_a_heartbeat_is_judged_when_it_arrives_not_after_a_slow_moment():
 
     coord._clock_ms = Slow()
     assert coord.heartbeat("g", member, 1).assignment == (tp("t0", 0),)
+
+
+def test_offsets_of_topics_no_member_subscribes_to_are_deleted_alone():
+    """Kafka's OffsetDelete (KIP-496): a subscribed topic's offsets stay, the others go, and
+    150 of them take more than one transaction."""
+    coord, rebalancer, topics, _, _ = coordinator()
+    topics.create("t0", 2, {})
+    topics.create("t1", 150, {})
+    member = join(coord, topics=("t0",)).member_id
+    rebalancer.run()
+    coord.commit("g", member, 1, [OffsetCommit("t0", 0, 5)])
+    coord.commit("g", member, 1, [OffsetCommit("t1", p, 7) for p in range(150)])
+    wanted = [("t0", 0), *(("t1", p) for p in range(150))]
+    outcome = coord.offsets.delete_offsets("g", wanted)
+    assert outcome[("t0", 0)].kafka_error.name == "GROUP_SUBSCRIBED_TO_TOPIC"
+    assert all(outcome[("t1", p)] is None for p in range(150))
+    assert list(coord.committed("g")) == [("t0", 0)]
+    coord.leave("g", member)
+    assert coord.offsets.delete_offsets("g", [("t0", 0)]) == {("t0", 0): None}
+    assert coord.committed("g") == {}
+    with pytest.raises(GroupNotFoundError):
+        coord.offsets.delete_offsets("never", [("t0", 0)])
+
+
+def test_an_offset_delete_that_races_a_join_judges_the_new_subscription():
+    coord, _, topics, _, meta = coordinator()
+    topics.create("t0", 1, {})
+    coord.commit("g", "", -1, [OffsetCommit("t0", 0, 5)])
+    transact = meta.transact
+    raced: list[str] = []
+
+    def join_first(writes):
+        if not raced and any(getattr(w, "pk", "").startswith("offsets#") for w in writes):
+            raced.append(join(coord, topics=("t0",)).member_id)
+        return transact(writes)
+
+    meta.transact = join_first  # type: ignore[method-assign]
+    outcome = coord.offsets.delete_offsets("g", [("t0", 0)])
+    assert raced
+    assert outcome[("t0", 0)].kafka_error.name == "GROUP_SUBSCRIBED_TO_TOPIC"
+    assert list(coord.committed("g")) == [("t0", 0)]

@@ -62,6 +62,21 @@ def add_commands(commands: Any) -> None:
     )
     connection_options(grow)
 
+    trim = actions.add_parser(
+        "delete-records",
+        help="delete a partition's records before an offset (as kafka-delete-records)",
+    )
+    trim.add_argument("topic")
+    trim.add_argument(
+        "-p",
+        "--partition",
+        action="append",
+        required=True,
+        metavar="PARTITION=OFFSET",
+        help="the partition's log then starts at OFFSET (-1: at its high watermark)",
+    )
+    connection_options(trim)
+
     delete = actions.add_parser("delete", help="delete topics")
     delete.add_argument("topics", nargs="+", metavar="topic")
     connection_options(delete)
@@ -156,23 +171,7 @@ def _topic(admin: Any, args: argparse.Namespace, say: Callable[[str], None]) -> 
         ]
         say(render(args.output, topics, ("NAME", "PARTITIONS", "CLEANUP", "RETENTION.MS"), rows))
     elif args.action == "describe":
-        info = admin.describe_topic(args.topic, sizes=True)
-        if args.output != "table":
-            say(render(args.output, info, (), []))
-            return
-        lines = [
-            f"NAME        {info.name}",
-            f"TOPIC ID    {info.topic_id}",
-            f"PARTITIONS  {info.partitions}",
-        ]
-        lines += [f"CONFIG      {k}={v}" for k, v in sorted(info.configs.items())]
-        partitions = [
-            (p.partition, p.log_start_offset, p.high_watermark, p.records, p.size_bytes)
-            for p in info.offsets
-        ]
-        header = ("PARTITION", "LOG-START", "HIGH-WATERMARK", "RECORDS", "BYTES")
-        table = _table(header, partitions)
-        say("\n".join(lines) + "\n\n" + table)
+        _describe(admin, args, say)
     elif args.action == "create":
         configs = _pairs(args.config)
         for name in args.topics:
@@ -196,10 +195,45 @@ def _topic(admin: Any, args: argparse.Namespace, say: Callable[[str], None]) -> 
         current = admin.describe_topic(args.topic).partitions
         grown = admin.add_partitions(args.topic, current + args.num)
         say(f"{grown.name}: {current} -> {grown.partitions} partitions")
+    elif args.action == "delete-records":
+        deleted = admin.delete_records(args.topic, _partition_offsets(args.partition))
+        for partition, start in sorted(deleted.items()):
+            say(f"{args.topic}-{partition}: the log now starts at {start}")
     else:
         for name in args.topics:
             admin.delete_topic(name)
             say(f"deleted {name}")
+
+
+def _describe(admin: Any, args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    info = admin.describe_topic(args.topic, sizes=True)
+    if args.output != "table":
+        say(render(args.output, info, (), []))
+        return
+    lines = [
+        f"NAME        {info.name}",
+        f"TOPIC ID    {info.topic_id}",
+        f"PARTITIONS  {info.partitions}",
+    ]
+    lines += [f"CONFIG      {k}={v}" for k, v in sorted(info.configs.items())]
+    partitions = [
+        (p.partition, p.log_start_offset, p.high_watermark, p.records, p.size_bytes)
+        for p in info.offsets
+    ]
+    header = ("PARTITION", "LOG-START", "HIGH-WATERMARK", "RECORDS", "BYTES")
+    table = _table(header, partitions)
+    say("\n".join(lines) + "\n\n" + table)
+
+
+def _partition_offsets(pairs: Iterable[str]) -> dict[int, int]:
+    wanted = {}
+    for pair in pairs:
+        partition, _, offset = pair.partition("=")
+        try:
+            wanted[int(partition)] = int(offset)
+        except ValueError:
+            raise UsageError(f"--partition {pair!r}: give PARTITION=OFFSET") from None
+    return wanted
 
 
 def _offsets(admin: Any, args: argparse.Namespace, say: Callable[[str], None]) -> None:

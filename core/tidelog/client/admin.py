@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 from tidelog.client.http import Http
+from tidelog.errors import KAFKA_ERRORS, TidelogError
 
 
 @dataclass(frozen=True)
@@ -58,10 +59,13 @@ class Admin:
     def list_topics(self) -> list[TopicInfo]:
         return [TopicInfo.from_json(t) for t in self.http.get("/v1/topics")["topics"]]
 
-    def describe_topic(self, name: str, *, sizes: bool = False) -> TopicInfo:
+    def describe_topic(self, name: str, *, sizes: bool = False, create: bool = False) -> TopicInfo:
         """The topic and its partitions' offsets; ``sizes``: their sizes in bytes too (Kafka's
-        DescribeLogDirs), one index query per partition."""
+        DescribeLogDirs), one index query per partition; ``create``: created first if it does
+        not exist and the cluster auto-creates topics (Kafka's Metadata, as producers ask)."""
         params = {"sizes": "true"} if sizes else {}
+        if create:
+            params["create"] = "true"
         return TopicInfo.from_json(self.http.get(f"/v1/topics/{_seg(name)}", **params))
 
     def create_topic(
@@ -84,6 +88,23 @@ class Admin:
         return TopicInfo.from_json(
             self.http.post(f"/v1/topics/{_seg(name)}/partitions", {"count": count})
         )
+
+    def delete_records(self, name: str, offsets: Mapping[int, int]) -> dict[int, int]:
+        """Kafka's DeleteRecords: each partition's log now starts at its offset (-1: at its
+        high watermark); each one's new log start offset. The first partition refused raises
+        its error (OFFSET_OUT_OF_RANGE beyond the high watermark, POLICY_VIOLATION on a
+        compacted topic), after every other partition named took effect."""
+        body = {"partitions": [{"partition": p, "offset": o} for p, o in offsets.items()]}
+        answer = self.http.post(f"/v1/topics/{_seg(name)}/delete-records", body)
+        starts = {}
+        for result in answer["partitions"]:
+            if "error" in result:
+                known = result["error"] if result["error"] in KAFKA_ERRORS else None
+                raise TidelogError(
+                    f"partition {result['partition']}: {result['message']}", kafka_error=known
+                )
+            starts[result["partition"]] = result["log_start_offset"]
+        return starts
 
     def delete_topic(self, name: str) -> None:
         self.http.request("DELETE", f"/v1/topics/{_seg(name)}")

@@ -439,7 +439,8 @@ class Producer:
         """The topic's partition count, read again once ``metadata.max.age.ms`` old. As in
         Kafka's producer, a refresh that fails leaves the known count in use (tried again after
         ``retry.backoff.ms``), and with none known a retriable failure is tried again for up
-        to ``max.block.ms``; an unknown topic is refused at once."""
+        to ``max.block.ms``. An unknown topic is created where the cluster auto-creates topics,
+        as a Kafka producer's Metadata request creates it; elsewhere it is refused at once."""
         max_age_s = self.config.metadata_max_age_ms / 1000
         backoff_s = self.config.retry_backoff_ms / 1000
         known = self._counts.get(topic)
@@ -448,7 +449,7 @@ class Producer:
         deadline = time.monotonic() + self.config.max_block_ms / 1000
         while True:
             try:
-                count = self._admin.describe_topic(topic).partitions
+                count = self._admin.describe_topic(topic, create=True).partitions
             except (RetriableError, httpx2.TransportError) as exc:
                 if known is not None:
                     log.warning("refreshing %s's partitions: %s; keeping %d", topic, exc, known[0])

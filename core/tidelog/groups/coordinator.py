@@ -121,7 +121,7 @@ class Coordinator:
         self._limits = limits or Limits()
         self._initial_delay_ms = initial_rebalance_delay_ms
         self._new_id = new_id
-        self._offsets = GroupOffsets(
+        self.offsets = GroupOffsets(
             meta,
             topics,
             reader,
@@ -423,12 +423,12 @@ class Coordinator:
     def commit(
         self, name: str, member_id: str, generation: int, offsets: Sequence[OffsetCommit]
     ) -> list[CommitResult]:
-        return self._offsets.commit(name, member_id, generation, offsets)
+        return self.offsets.commit(name, member_id, generation, offsets)
 
     def committed(
         self, name: str, partitions: Iterable[tuple[str, int]] | None = None
     ) -> dict[tuple[str, int], Committed]:
-        return self._offsets.committed(name, partitions)
+        return self.offsets.committed(name, partitions)
 
     def reset(
         self,
@@ -439,10 +439,10 @@ class Coordinator:
         timestamp: int | None = None,
         offset: int | None = None,
     ) -> list[Committed]:
-        return self._offsets.reset(name, to, topics=topics, timestamp=timestamp, offset=offset)
+        return self.offsets.reset(name, to, topics=topics, timestamp=timestamp, offset=offset)
 
     def delete(self, name: str) -> None:
-        self._offsets.delete(name)
+        self.offsets.delete(name)
 
     # -- the one way state changes ---------------------------------------------------------
 

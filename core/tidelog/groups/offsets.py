@@ -1,5 +1,5 @@
 """A group's committed offsets: Kafka's OffsetCommit (fenced by member and generation),
-OffsetFetch, resetting offsets while the group is empty, and DeleteGroups.
+OffsetFetch, resetting offsets while the group is empty, OffsetDelete and DeleteGroups.
 
 Commits are conditional on the group's meta item as the fence read it, so a membership change
 between the check and the write refences the commit. Offsets are items of their own
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from tidelog.errors import InvalidRequestError, RetriableError, TidelogError
+from tidelog.errors import ConflictError, InvalidRequestError, RetriableError, TidelogError
 from tidelog.groups import items
 from tidelog.groups.model import (
     MAX_METADATA_BYTES,
@@ -260,6 +260,42 @@ class GroupOffsets:
         except ConditionFailedError as exc:
             raise NonEmptyGroupError(f"group {name} changed during the delete") from exc
 
+    def delete_offsets(
+        self, name: str, partitions: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], TidelogError | None]:
+        """Kafka's OffsetDelete (KIP-496): the committed offsets of ``partitions`` are gone,
+        except those of topics a member is subscribed to (GROUP_SUBSCRIBED_TO_TOPIC). A group
+        with neither members nor offsets is GROUP_ID_NOT_FOUND."""
+        validate_group_id(name)
+        for _ in range(_ATTEMPTS):
+            group = self._current(name)
+            if not group.exists and not any(True for _ in self._meta.query(items.offsets_pk(name))):
+                raise GroupNotFoundError(f"group {name!r} does not exist")
+            outcome: dict[tuple[str, int], TidelogError | None] = {}
+            for topic, partition in dict.fromkeys(partitions):
+                outcome[(topic, partition)] = (
+                    SubscribedTopicError(
+                        f"group {name} has a member subscribed to {topic}: its offsets stay"
+                    )
+                    if _subscribed(group, topic)
+                    else None
+                )
+            gone = [
+                Delete(items.offsets_pk(name), items.offset_sk(t, p))
+                for (t, p), error in outcome.items()
+                if error is None
+            ]
+            step = MAX_TRANSACTION_WRITES - 1
+            try:
+                for start in range(0, len(gone), step):
+                    self._meta.transact(
+                        [items.meta_check(name, group), *gone[start : start + step]]
+                    )
+            except ConditionFailedError:
+                continue  # the membership changed: judge the subscriptions again
+            return outcome
+        raise RetriableError(f"group {name} kept changing; retry the deletion")
+
     def _reset_target(
         self,
         topic_id: str,
@@ -285,3 +321,11 @@ class GroupOffsets:
                 raise InvalidRequestError('to "offset" needs an offset')
             return min(max(offset, start), end)
         raise InvalidRequestError("to must be earliest, latest, timestamp or offset")
+
+
+class SubscribedTopicError(ConflictError):
+    default_kafka_error = "GROUP_SUBSCRIBED_TO_TOPIC"
+
+
+def _subscribed(group: Group, topic: str) -> bool:
+    return any(member.subscribes(topic) for member in group.members.values())

@@ -1,5 +1,5 @@
-"""Kafka's admin APIs over tidelog's topics: CreateTopics, DeleteTopics, CreatePartitions,
-DescribeConfigs, DescribeCluster. Answers are version-free (see tidelog.kafka.codec).
+"""Kafka's admin APIs over tidelog's topics: CreateTopics, DeleteTopics, CreatePartitions and
+DeleteRecords. Answers are version-free (see tidelog.kafka.codec).
 
 Kafka's tools send what a replicated broker needs: a replication factor, replica assignments,
 configs such as ``min.insync.replicas``. tidelog's copies are S3's, so it accepts them and ignores
@@ -10,61 +10,15 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Sequence
 from typing import Any
 
 from tidelog import runtime
 from tidelog.errors import InvalidRequestError, TidelogError
 from tidelog.kafka.codec import Answer, field, items
-from tidelog.kafka.node import Node
+from tidelog.kafka.configs import IGNORED_TOPIC_CONFIGS, topic_config
 from tidelog.log import configs as topic_configs
+from tidelog.log.lifecycle import retention
 from tidelog.log.topics import Topic, TopicExistsError, validate_name, validate_partitions
-
-TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
-TOPIC_CONFIG_SOURCE, STATIC_BROKER_CONFIG_SOURCE, DEFAULT_CONFIG_SOURCE = 1, 4, 5
-DEFAULT_PARTITIONS = 1  # Kafka's num.partitions, for a CreateTopics that asks for the default
-
-# Topic configs of Kafka's LogConfig that mean nothing where S3 keeps the copies: accepted and
-# dropped, so that tools written for Kafka create their topics unchanged.
-IGNORED_TOPIC_CONFIGS = frozenset(
-    {
-        "file.delete.delay.ms",
-        "flush.messages",
-        "flush.ms",
-        "follower.replication.throttled.replicas",
-        "index.interval.bytes",
-        "leader.replication.throttled.replicas",
-        "local.retention.bytes",
-        "local.retention.ms",
-        "max.compaction.lag.ms",
-        "message.downconversion.enable",
-        "message.format.version",
-        "message.timestamp.after.max.ms",
-        "message.timestamp.before.max.ms",
-        "message.timestamp.difference.max.ms",
-        "min.cleanable.dirty.ratio",
-        "min.compaction.lag.ms",
-        "min.insync.replicas",
-        "preallocate",
-        "remote.storage.enable",
-        "segment.index.bytes",
-        "segment.jitter.ms",
-        "unclean.leader.election.enable",
-    }
-)
-
-# The broker configs whose defaults the topic configs take, by Kafka's broker names.
-BROKER_NAMES = {
-    "cleanup.policy": "log.cleanup.policy",
-    "compression.type": "compression.type",
-    "delete.retention.ms": "log.cleaner.delete.retention.ms",
-    "max.message.bytes": "message.max.bytes",
-    "message.timestamp.type": "log.message.timestamp.type",
-    "retention.bytes": "log.retention.bytes",
-    "retention.ms": "log.retention.ms",
-    "segment.bytes": "log.segment.bytes",
-    "segment.ms": "log.roll.ms",
-}
 
 
 def create_topics(body: Any) -> Answer:
@@ -90,7 +44,7 @@ def create_topics(body: Any) -> Answer:
 def _create(request: Any, validate_only: bool) -> Topic:
     assignments = items(request.assignments)
     count = len(assignments) if assignments else int(request.num_partitions)
-    count = DEFAULT_PARTITIONS if count == -1 else count
+    count = runtime.settings().num_partitions if count == -1 else count
     wanted = {
         str(c.name): c.value
         for c in items(request.configs)
@@ -131,7 +85,9 @@ def _created(name: str, topic: Topic | None, error: TidelogError | None, request
         "error_message": None,
         "num_partitions": topic.partitions,
         "replication_factor": 1 if factor == -1 else factor,
-        "configs": [_config(topic, config_name) for config_name in sorted(topic_configs.CONFIGS)],
+        "configs": [
+            topic_config(topic, config_name) for config_name in sorted(topic_configs.CONFIGS)
+        ],
     }
 
 
@@ -150,9 +106,8 @@ def delete_topics(body: Any) -> Answer:
 
 
 def _deletions(body: Any) -> list[tuple[str | None, uuid.UUID]]:
-    names = field(body, "topic_names")
-    if names is not None:  # v0-5 name topics; v6 names or ids each
-        return [(str(n), uuid.UUID(int=0)) for n in names]
+    if hasattr(body, "topic_names"):  # v0-5 name topics (null: none); v6 names or ids each
+        return [(str(n), uuid.UUID(int=0)) for n in items(body.topic_names)]
     return [
         (None if t.name is None else str(t.name), t.topic_id or uuid.UUID(int=0))
         for t in items(body.topics)
@@ -205,95 +160,32 @@ def create_partitions(body: Any) -> Answer:
     return {"throttle_time": 0, "results": results}
 
 
-def describe_configs(body: Any, node_id: int) -> Answer:
-    results = []
-    for resource in items(body.resources):
-        kind, name = int(resource.resource_type), str(resource.resource_name)
-        keys = resource.configuration_keys
-        try:
-            if kind == TOPIC_RESOURCE:
+def delete_records(body: Any) -> Answer:
+    """Each partition's log now starts at the offset given (-1: its high watermark); the
+    answer's low watermark is the new log start. Errors are per partition, as on Kafka."""
+    topics = []
+    now = runtime.clock_ms()
+    for request in items(body.topics):
+        name = str(request.name)
+        partitions = []
+        for p in items(request.partitions):
+            index = int(p.partition_index)
+            try:
                 topic = runtime.topics().get(name)
-                configs = [_config(topic, c) for c in sorted(topic_configs.CONFIGS)]
-            elif kind == BROKER_RESOURCE and name in ("", str(node_id)):
-                configs = _broker_configs()
-            else:
-                raise InvalidRequestError(
-                    f"resource type {kind} named {name!r}: describe a topic (2) or this "
-                    f"broker (4, {node_id})"
+                topic.check_partition(index)
+                start = retention.delete_records(
+                    runtime.metadata_store(), topic, index, int(p.offset), now_ms=now
                 )
-            wanted = configs if keys is None else [c for c in configs if c["name"] in keys]
-            results.append(_described(kind, name, None, wanted))
-        except TidelogError as exc:
-            results.append(_described(kind, name, exc, []))
-    return {"throttle_time": 0, "results": results}
-
-
-def _described(kind: int, name: str, error: TidelogError | None, configs: list[Answer]) -> Answer:
-    return {
-        "error_code": 0 if error is None else error.kafka_error.code,
-        "error_message": None if error is None else error.message,
-        "resource_type": kind,
-        "resource_name": name,
-        "configs": configs,
-    }
-
-
-def _config(topic: Topic, name: str) -> Answer:
-    set_here = name in topic.configs
-    return _entry(
-        name,
-        topic.config(name),
-        TOPIC_CONFIG_SOURCE if set_here else DEFAULT_CONFIG_SOURCE,
-        topic_configs.CONFIGS[name].doc,
-    )
-
-
-def _broker_configs() -> list[Answer]:
-    entries = [
-        _entry(BROKER_NAMES[c.name], c.default, STATIC_BROKER_CONFIG_SOURCE, c.doc)
-        for c in topic_configs.CONFIGS.values()
-    ]
-    entries += [
-        _entry("auto.create.topics.enable", "false", STATIC_BROKER_CONFIG_SOURCE, "never"),
-        _entry(
-            "num.partitions",
-            str(DEFAULT_PARTITIONS),
-            STATIC_BROKER_CONFIG_SOURCE,
-            "partitions of a topic created without a count",
-        ),
-    ]
-    return sorted(entries, key=lambda e: str(e["name"]))
-
-
-def _entry(name: str, value: str, source: int, doc: str) -> Answer:
-    return {
-        "name": name,
-        "value": value,
-        "read_only": source == STATIC_BROKER_CONFIG_SOURCE,
-        "config_source": source,
-        "is_sensitive": False,
-        "synonyms": [],
-        "config_type": 0,
-        "documentation": doc,
-    }
-
-
-def describe_cluster(nodes: Sequence[Node], cluster_id: str) -> Answer:
-    return {
-        "throttle_time": 0,
-        "error_code": 0,
-        "error_message": None,
-        "cluster_id": cluster_id,
-        "controller_id": controller(nodes),
-        "brokers": [
-            {"broker_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}
-            for node in nodes
-        ],
-        "cluster_authorized_operations": -(2**31),
-    }
-
-
-def controller(nodes: Sequence[Node]) -> int:
-    """There is no controller; admin tools want one, and the lowest id is as good as any and
-    the same from every agent."""
-    return min(node.node_id for node in nodes)
+                partitions.append(
+                    {"partition_index": index, "low_watermark": start, "error_code": 0}
+                )
+            except TidelogError as exc:
+                partitions.append(
+                    {
+                        "partition_index": index,
+                        "low_watermark": -1,
+                        "error_code": exc.kafka_error.code,
+                    }
+                )
+        topics.append({"name": name, "partitions": partitions})
+    return {"throttle_time": 0, "topics": topics}

@@ -1,6 +1,11 @@
-"""The Kafka APIs the agent serves, and the versions of each: Kafka 3.0's maxima, floors at
+"""The Kafka APIs the agent serves, and the versions of each: Kafka 3.x's maxima, floors at
 Kafka 4's (KIP-896). Only what is implemented is advertised: a client picks the highest version
-both sides know, so an API listed here must work at every version listed."""
+both sides know, so an API listed here must work at every version listed.
+
+One exception, Kafka 4's own (KAFKA-18659): Produce is advertised from v0, because librdkafka
+before 2.11.1 compresses only for a broker that lists Produce v0 (librdkafka issue 4956), and
+sends every batch uncompressed, silently, to one that does not. v0-2 carry the old message
+formats: they are read, and each partition answered UNSUPPORTED_VERSION."""
 
 from __future__ import annotations
 
@@ -25,16 +30,31 @@ class ApiKey(enum.IntEnum):
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    ALTER_REPLICA_LOG_DIRS = 34
+    DESCRIBE_LOG_DIRS = 35
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
+    INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
+    OFFSET_DELETE = 47
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
     DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
 
 
 API_VERSIONS = MappingProxyType(
     {
-        ApiKey.PRODUCE: (3, 9),
+        ApiKey.PRODUCE: (0, 9),
         ApiKey.FETCH: (4, 12),
         ApiKey.LIST_OFFSETS: (1, 7),
         ApiKey.METADATA: (0, 11),
@@ -50,10 +70,27 @@ API_VERSIONS = MappingProxyType(
         ApiKey.API_VERSIONS: (0, 3),
         ApiKey.CREATE_TOPICS: (2, 7),
         ApiKey.DELETE_TOPICS: (1, 6),
+        ApiKey.DELETE_RECORDS: (0, 2),
         ApiKey.INIT_PRODUCER_ID: (0, 4),
+        ApiKey.DESCRIBE_ACLS: (1, 3),
+        ApiKey.CREATE_ACLS: (1, 3),
+        ApiKey.DELETE_ACLS: (1, 3),
         ApiKey.DESCRIBE_CONFIGS: (1, 4),
+        ApiKey.ALTER_CONFIGS: (0, 2),
+        ApiKey.ALTER_REPLICA_LOG_DIRS: (1, 2),
+        ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
         ApiKey.CREATE_PARTITIONS: (0, 3),
         ApiKey.DELETE_GROUPS: (0, 2),
-        ApiKey.DESCRIBE_CLUSTER: (0, 0),
+        ApiKey.ELECT_LEADERS: (0, 2),
+        ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+        ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
+        ApiKey.OFFSET_DELETE: (0, 0),
+        ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+        ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
+        ApiKey.DESCRIBE_CLUSTER: (0, 1),
+        ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     }
 )
+
+LEGACY_PRODUCE = range(0, 3)  # advertised, answered UNSUPPORTED_VERSION (see above)

@@ -32,10 +32,11 @@ from kio.serial._introspect import (  # kio's own classification of a schema fie
 from kio.static.primitive import i32
 
 from tidelog.errors import KAFKA_ERRORS
-from tidelog.kafka.apis import API_VERSIONS, ApiKey
+from tidelog.kafka.apis import API_VERSIONS, LEGACY_PRODUCE, ApiKey
 
 MAX_FRAME_BYTES = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes
 _HEADER_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id
+_NULL_STRING = struct.pack(">h", -1)
 
 
 class FrameError(Exception):
@@ -92,10 +93,13 @@ def decode_request(frame: bytes) -> Request:
     if supported is None or not supported[0] <= version <= supported[1]:
         raise UnsupportedVersionError(key, version, correlation)
     api = ApiKey(key)
-    schema = load_request_schema(key, version)
+    legacy = api == ApiKey.PRODUCE and version in LEGACY_PRODUCE
+    schema = load_request_schema(key, 3 if legacy else version)
     header_type = RequestHeaderV2 if schema.__flexible__ else RequestHeaderV1
     try:
         header, used = entity_reader(header_type)(frame, 0)
+        if legacy:  # v3 is v0-2 with a nullable transactional id in front: read as one, null
+            frame, used = _NULL_STRING + frame[used:], 0
         body, _ = entity_reader(schema)(frame, used)
     except Exception as exc:  # kio raises its own and native errors alike on bad bytes
         raise FrameError(f"a malformed {api.name} v{version} request: {exc}") from exc
@@ -110,6 +114,8 @@ def encode_response(request: Request, answer: Mapping[str, Any]) -> bytes:
 def encode_response_as(
     api_key: int, api_version: int, correlation_id: int, answer: Mapping[str, Any]
 ) -> bytes:
+    if api_key == ApiKey.PRODUCE and api_version in LEGACY_PRODUCE:
+        return _legacy_produce_response(api_version, correlation_id, answer)
     schema = load_response_schema(api_key, api_version)
     body = build(schema, answer)
     out = io.BytesIO()
@@ -121,6 +127,29 @@ def encode_response_as(
     else:
         entity_writer(ResponseHeaderV0)(out, ResponseHeaderV0(correlation_id=i32(correlation_id)))
     entity_writer(schema)(out, body)
+    frame = out.getbuffer()
+    struct.pack_into(">i", frame, 0, len(frame) - 4)
+    return bytes(frame)
+
+
+def _legacy_produce_response(version: int, correlation_id: int, answer: Mapping[str, Any]) -> bytes:
+    """ProduceResponse v0-2, which kio (from Kafka 4's schemas) no longer knows: v0 is each
+    partition's index, error and base offset; v1 adds the throttle time, v2 the append time."""
+    out = io.BytesIO()
+    out.write(struct.pack(">ii", 0, correlation_id))
+    responses = answer["responses"]
+    out.write(struct.pack(">i", len(responses)))
+    for topic in responses:
+        name = str(topic["name"]).encode()
+        out.write(struct.pack(">h", len(name)) + name)
+        partitions = topic["partition_responses"]
+        out.write(struct.pack(">i", len(partitions)))
+        for p in partitions:
+            out.write(struct.pack(">ihq", p["index"], p["error_code"], p["base_offset"]))
+            if version >= 2:
+                out.write(struct.pack(">q", p["log_append_time"]))
+    if version >= 1:
+        out.write(struct.pack(">i", answer["throttle_time"]))
     frame = out.getbuffer()
     struct.pack_into(">i", frame, 0, len(frame) - 4)
     return bytes(frame)

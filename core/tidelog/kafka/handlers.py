@@ -9,29 +9,25 @@ from __future__ import annotations
 
 import contextlib
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tidelog import runtime
-from tidelog.cluster import describe_cluster
 from tidelog.errors import TidelogError
-from tidelog.kafka import admin
-from tidelog.kafka.apis import API_VERSIONS, ApiKey
+from tidelog.kafka import access, admin, configs, producers, replicas
+from tidelog.kafka.apis import API_VERSIONS, LEGACY_PRODUCE, ApiKey
 from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
 from tidelog.kafka.groups import GroupHandlers
-from tidelog.kafka.node import Node
+from tidelog.kafka.metadata import MetadataHandlers
 from tidelog.kafka.offsets import OffsetHandlers
-from tidelog.kafka.placement import client_zone, owner, partition_key, visible
 from tidelog.kafka.registry import Brokers
 from tidelog.kafka.watcher import HighWatermarkWatcher, Partition
-from tidelog.log.head import high_watermarks
-from tidelog.log.read.fetch import OffsetOutOfRangeError, PartitionData
+from tidelog.log.head import OffsetOutOfRangeError, high_watermarks
+from tidelog.log.read.fetch import PartitionData
 from tidelog.log.read.serve import list_offset
 from tidelog.log.topics import Topic
 from tidelog.log.write.produce import log_append_time, parse_raw
-from tidelog.log.write.producer_ids import allocate_producer_id
 from tidelog.log.write.writer import AppendRequest
 
 EARLIEST, LATEST = -2, -1  # ListOffsets' special timestamps
@@ -47,16 +43,17 @@ class Handlers:
         # A fetch's partitions are read at once: each read is a few round trips to DynamoDB
         # and S3, and a consumer waits for the slowest partition of its fetch, not their sum.
         self._partition_reads = ThreadPoolExecutor(PARTITION_READS, thread_name_prefix="fetch")
-        self._cluster: str | None = None
+        self.metadata = MetadataHandlers(brokers)
         groups = GroupHandlers(brokers)
         offsets = OffsetHandlers()
         self._apis: Mapping[ApiKey, Callable[[Request], Answer]] = {
             ApiKey.API_VERSIONS: self.api_versions,
-            ApiKey.METADATA: self.metadata,
+            ApiKey.METADATA: self.metadata.metadata,
             ApiKey.PRODUCE: self.produce,
             ApiKey.FETCH: self.fetch,
             ApiKey.LIST_OFFSETS: self.list_offsets,
-            ApiKey.INIT_PRODUCER_ID: self.init_producer_id,
+            ApiKey.INIT_PRODUCER_ID: producers.init_producer_id,
+            ApiKey.DESCRIBE_PRODUCERS: producers.describe_producers,
             ApiKey.FIND_COORDINATOR: groups.find_coordinator,
             ApiKey.JOIN_GROUP: groups.join_group,
             ApiKey.SYNC_GROUP: groups.sync_group,
@@ -64,18 +61,32 @@ class Handlers:
             ApiKey.LEAVE_GROUP: groups.leave_group,
             ApiKey.OFFSET_COMMIT: offsets.offset_commit,
             ApiKey.OFFSET_FETCH: offsets.offset_fetch,
+            ApiKey.OFFSET_DELETE: offsets.offset_delete,
             ApiKey.DESCRIBE_GROUPS: groups.describe_groups,
             ApiKey.LIST_GROUPS: groups.list_groups,
             ApiKey.DELETE_GROUPS: groups.delete_groups,
             ApiKey.CREATE_TOPICS: lambda r: admin.create_topics(r.body),
             ApiKey.DELETE_TOPICS: lambda r: admin.delete_topics(r.body),
             ApiKey.CREATE_PARTITIONS: lambda r: admin.create_partitions(r.body),
-            ApiKey.DESCRIBE_CONFIGS: lambda r: admin.describe_configs(
-                r.body, self.brokers.me.node_id
+            ApiKey.DELETE_RECORDS: lambda r: admin.delete_records(r.body),
+            ApiKey.DESCRIBE_CONFIGS: lambda r: configs.describe_configs(
+                r, brokers.me, brokers.live
             ),
-            ApiKey.DESCRIBE_CLUSTER: lambda r: admin.describe_cluster(
-                self._shown(r), self._cluster_id()
+            ApiKey.ALTER_CONFIGS: lambda r: configs.alter_configs(r, brokers.me),
+            ApiKey.INCREMENTAL_ALTER_CONFIGS: lambda r: configs.incremental_alter_configs(
+                r, brokers.me
             ),
+            ApiKey.DESCRIBE_LOG_DIRS: replicas.describe_log_dirs,
+            ApiKey.ALTER_REPLICA_LOG_DIRS: replicas.alter_replica_log_dirs,
+            ApiKey.ELECT_LEADERS: replicas.elect_leaders,
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS: replicas.alter_partition_reassignments,
+            ApiKey.LIST_PARTITION_REASSIGNMENTS: replicas.list_partition_reassignments,
+            ApiKey.DESCRIBE_ACLS: access.describe_acls,
+            ApiKey.CREATE_ACLS: access.create_acls,
+            ApiKey.DELETE_ACLS: access.delete_acls,
+            ApiKey.DESCRIBE_CLIENT_QUOTAS: access.describe_client_quotas,
+            ApiKey.ALTER_CLIENT_QUOTAS: access.alter_client_quotas,
+            ApiKey.DESCRIBE_CLUSTER: self.metadata.describe_cluster,
         }
 
     @property
@@ -96,81 +107,12 @@ class Handlers:
     def api_versions(self, request: Request) -> Answer:
         return api_versions_answer(NONE)
 
-    # Metadata ----------------------------------------------------------------------------
-
-    def metadata(self, request: Request) -> Answer:
-        wanted = field(request.body, "topics")
-        nodes = self._shown(request)
-        if wanted is None or (request.api_version == 0 and not wanted):
-            topics = [self._topic_metadata(t, nodes) for t in runtime.topics().list()]
-        else:
-            topics = [self._named_topic_metadata(str(t.name), nodes) for t in wanted]
-        return {
-            "throttle_time": 0,
-            "brokers": [
-                {"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}
-                for node in nodes
-            ],
-            "cluster_id": self._cluster_id(),
-            "controller_id": admin.controller(nodes),
-            "topics": topics,
-            "cluster_authorized_operations": -(2**31),
-        }
-
-    def _shown(self, request: Request) -> tuple[Node, ...]:
-        """The agents this client is shown: live ones in its zone, else all live ones."""
-        return visible(self.brokers.live(), client_zone(request.client_id))
-
-    def _cluster_id(self) -> str:
-        """Created once per cluster and never changed: read once per agent."""
-        if self._cluster is None:
-            self._cluster = describe_cluster(
-                runtime.metadata_store(),
-                clock_ms=runtime.clock_ms,
-                random_bytes=runtime.random_bytes,
-            ).cluster_id
-        return self._cluster
-
-    def _named_topic_metadata(self, name: str, nodes: tuple[Node, ...]) -> Answer:
-        try:
-            return self._topic_metadata(runtime.topic_cache().get(name), nodes)
-        except TidelogError as exc:
-            return {
-                "error_code": exc.kafka_error.code,
-                "name": name,
-                "topic_id": uuid.UUID(int=0),
-                "is_internal": False,
-                "partitions": [],
-            }
-
-    def _topic_metadata(self, topic: Topic, nodes: tuple[Node, ...]) -> Answer:
-        partitions = []
-        for p in range(topic.partitions):
-            # Any agent serves any partition; the leader is where its traffic gathers.
-            leader = owner(nodes, partition_key(topic.topic_id, p)).node_id
-            partitions.append(
-                {
-                    "error_code": NONE,
-                    "partition_index": p,
-                    "leader_id": leader,
-                    "leader_epoch": 0,
-                    "replica_nodes": [leader],
-                    "isr_nodes": [leader],
-                    "offline_replicas": [],
-                }
-            )
-        return {
-            "error_code": NONE,
-            "name": topic.name,
-            "topic_id": uuid.UUID(topic.topic_id),
-            "is_internal": False,
-            "partitions": partitions,
-        }
-
     # Produce -----------------------------------------------------------------------------
 
     def produce(self, request: Request, queued: Callable[[], None] = lambda: None) -> Answer:
         body = request.body
+        if request.api_version in LEGACY_PRODUCE:
+            return self._refuse_produce(body, "UNSUPPORTED_VERSION")
         if field(body, "transactional_id") is not None:
             return self._refuse_produce(body, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
         now = runtime.clock_ms()
@@ -348,20 +290,6 @@ class Handlers:
                 partitions.append(answer)
             topics.append({"name": name, "partitions": partitions})
         return {"throttle_time": 0, "topics": topics}
-
-    # InitProducerId ----------------------------------------------------------------------
-
-    def init_producer_id(self, request: Request) -> Answer:
-        if field(request.body, "transactional_id") is not None:
-            error = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
-            return {"throttle_time": 0, "error_code": code(error), "producer_epoch": -1}
-        producer_id, epoch = allocate_producer_id(runtime.metadata_store())
-        return {
-            "throttle_time": 0,
-            "error_code": NONE,
-            "producer_id": producer_id,
-            "producer_epoch": epoch,
-        }
 
 
 def _heads(wanted: Sequence[tuple[str, int, int, int]]) -> dict[tuple[str, int], tuple[int, int]]:

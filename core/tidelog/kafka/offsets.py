@@ -1,4 +1,4 @@
-"""Kafka's OffsetCommit and OffsetFetch over tidelog's group offsets
+"""Kafka's OffsetCommit, OffsetFetch and OffsetDelete over tidelog's group offsets
 (:mod:`tidelog.groups.offsets`): every agent answers for every group."""
 
 from __future__ import annotations
@@ -60,6 +60,31 @@ class OffsetHandlers:
         # Before v8 the one group's answer is the whole answer; from v8, each in a list.
         first = answers[0] if answers else {"topics": [], "error_code": NONE}
         return {"throttle_time": 0, **first, "groups": answers}
+
+    def offset_delete(self, request: Request) -> Answer:
+        body = request.body
+        wanted = [
+            (str(t.name), int(p.partition_index))
+            for t in items(body.topics)
+            for p in items(t.partitions)
+        ]
+        try:
+            outcome = self._coordinator().offsets.delete_offsets(str(body.group_id), wanted)
+        except TidelogError as exc:
+            return {"error_code": exc.kafka_error.code, "throttle_time": 0, "topics": []}
+        by_topic: dict[str, list[Answer]] = {}
+        for (topic, partition), error in outcome.items():
+            by_topic.setdefault(topic, []).append(
+                {
+                    "partition_index": partition,
+                    "error_code": NONE if error is None else error.kafka_error.code,
+                }
+            )
+        return {
+            "error_code": NONE,
+            "throttle_time": 0,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+        }
 
     def _fetch_offsets(self, name: str, topics: Iterable[Any] | None) -> Answer:
         """A group's committed offsets: of the partitions named, or all it has (``topics``

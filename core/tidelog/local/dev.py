@@ -85,6 +85,8 @@ def start(
             "TIDELOG_FLUSH_MS": str(flush_ms),
             "TIDELOG_STAGING_DIR": tempfile.mkdtemp(prefix="tidelog-staging-"),
             "TIDELOG_CACHE_DIR": tempfile.mkdtemp(prefix="tidelog-cache-"),
+            # Kafka's default, for quickstarts and test suites; the deployed stack's is off.
+            "TIDELOG_AUTO_CREATE_TOPICS": os.environ.get("TIDELOG_AUTO_CREATE_TOPICS", "true"),
         }
         stack = deploy(template, emulator.url, overrides)
         runtime.reset()

@@ -20,6 +20,7 @@ class ConfigDef:
     default: str
     check: Callable[[str], str]  # returns the normalised value or raises ValueError
     doc: str
+    kind: str  # Kafka's ConfigDef.Type: LIST, STRING, INT, LONG
 
 
 def _long(low: int, high: int = LONG_MAX) -> Callable[[str], str]:
@@ -60,29 +61,44 @@ CONFIGS: Mapping[str, ConfigDef] = {
             "delete",
             _cleanup_policy,
             "delete old segments, compact to the latest value per key, or both",
+            "LIST",
         ),
         ConfigDef(
             "compression.type",
             "producer",
             _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"),
             "codec of batches the server builds (JSON produce); producer keeps theirs",
+            "STRING",
         ),
         ConfigDef(
-            "delete.retention.ms", "86400000", _long(0), "how long tombstones survive compaction"
+            "delete.retention.ms",
+            "86400000",
+            _long(0),
+            "how long tombstones survive compaction",
+            "LONG",
         ),
         ConfigDef(
-            "max.message.bytes", "1048588", _long(0, 2**31 - 1), "largest batch accepted, in bytes"
+            "max.message.bytes",
+            "1048588",
+            _long(0, 2**31 - 1),
+            "largest batch accepted, in bytes",
+            "INT",
         ),
         ConfigDef(
             "message.timestamp.type",
             "CreateTime",
             _one_of("CreateTime", "LogAppendTime"),
             "whose clock the records' timestamps come from",
+            "STRING",
         ),
-        ConfigDef("retention.bytes", "-1", _long(-1), "size retained per partition; -1: no limit"),
-        ConfigDef("retention.ms", "604800000", _long(-1), "age retained; -1: forever"),
-        ConfigDef("segment.bytes", "1073741824", _long(14, 2**31 - 1), "segment size to roll at"),
-        ConfigDef("segment.ms", "604800000", _long(1), "segment age to roll at"),
+        ConfigDef(
+            "retention.bytes", "-1", _long(-1), "size retained per partition; -1: no limit", "LONG"
+        ),
+        ConfigDef("retention.ms", "604800000", _long(-1), "age retained; -1: forever", "LONG"),
+        ConfigDef(
+            "segment.bytes", "1073741824", _long(14, 2**31 - 1), "segment size to roll at", "INT"
+        ),
+        ConfigDef("segment.ms", "604800000", _long(1), "segment age to roll at", "LONG"),
     )
 }
 

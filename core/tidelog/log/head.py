@@ -1,7 +1,8 @@
 """A partition's head item: its high watermark (``next_offset``) and log start offset.
 
 The head is always written whole, compare-and-set on every field it carries, by whoever moves
-it (a commit moves the end, retention the start): neither can put back what the other moved.
+it (a commit moves the end; retention and DeleteRecords the start): neither can put back what
+the other moved.
 """
 
 from __future__ import annotations
@@ -9,8 +10,30 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from tidelog.errors import TidelogError
 from tidelog.log import keys
 from tidelog.storage import Compare, ItemAbsent, MetadataStore, Put, all_of
+
+
+class OffsetOutOfRangeError(TidelogError):
+    """The offset is below the log start or beyond the end (HTTP 416, as a Range miss)."""
+
+    http_status = 416
+    default_kafka_error = "OFFSET_OUT_OF_RANGE"
+
+    def __init__(self, offset: int, log_start_offset: int, high_watermark: int) -> None:
+        super().__init__(
+            f"offset {offset} is out of range: the log holds [{log_start_offset}, {high_watermark})"
+        )
+        self.log_start_offset = log_start_offset
+        self.high_watermark = high_watermark
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            **super().to_dict(),
+            "log_start_offset": self.log_start_offset,
+            "high_watermark": self.high_watermark,
+        }
 
 
 @dataclass(frozen=True)

@@ -144,6 +144,14 @@ class Topics:
             raise TopicExistsError(f"Topic '{topic.name}' already exists.") from exc
         return topic
 
+    def create_if_absent(self, name: object, partitions: int) -> Topic:
+        """Kafka's auto-creation: the topic, created with the default configs unless it exists.
+        Agents racing to create it all answer with the one that won."""
+        try:
+            return self.create(name, partitions, {})
+        except TopicExistsError:
+            return self.get(str(name))
+
     def get(self, name: str) -> Topic:
         item = self._meta.get(TOPICS_PK, validate_name(name))
         if item is None:
@@ -161,7 +169,9 @@ class Topics:
             raise UnknownTopicError(f"This server does not host this topic: {name}") from exc
         return topic
 
-    def alter_configs(self, name: str, changes: Mapping[str, object | None]) -> Topic:
+    def alter_configs(
+        self, name: str, changes: Mapping[str, object | None], *, validate_only: bool = False
+    ) -> Topic:
         """Kafka's incremental alter: set what is given, reset what is given as null."""
         topic = self.get(name)
         to_set = topic_configs.validate_configs({k: v for k, v in changes.items() if v is not None})
@@ -169,6 +179,18 @@ class Topics:
             if key not in topic_configs.CONFIGS:
                 raise topic_configs.InvalidConfigError(f"unknown topic config {key!r}")
         configs = {k: v for k, v in topic.configs.items() if k not in changes} | to_set
+        return self._reconfigure(topic, configs, validate_only)
+
+    def replace_configs(
+        self, name: str, configs: Mapping[str, object], *, validate_only: bool = False
+    ) -> Topic:
+        """Kafka's (legacy) AlterConfigs: exactly these are set, every other one reset."""
+        topic = self.get(name)
+        return self._reconfigure(topic, topic_configs.validate_configs(configs), validate_only)
+
+    def _reconfigure(self, topic: Topic, configs: dict[str, str], validate_only: bool) -> Topic:
+        if validate_only:
+            return replace(topic, configs=configs)
         altered = self._replace(topic, replace(topic, configs=configs))
         if altered.effective_configs != topic.effective_configs:
             self._mark_due(altered)  # retention or cleanup may now be due at another time

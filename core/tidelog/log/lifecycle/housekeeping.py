@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from tidelog.log import due, keys
 from tidelog.log.entries import LogEntry, partition_entries, without_leftovers
+from tidelog.log.head import high_watermark
 from tidelog.log.lifecycle import collect, compaction, retention, roll
 from tidelog.log.topics import Topic, Topics, UnknownTopicError
 from tidelog.storage import MetadataStore, ObjectStore
@@ -46,12 +47,13 @@ def next_due_ms(
     *,
     now_ms: int,
     settle_ms: int,
+    log_start_offset: int = 0,
 ) -> int | None:
     """When a partition in this state next has housekeeping to do, or None if only new data
     can give it any (pure). ``now_ms`` means work is left now (a pass lost a race)."""
     policy = configs["cleanup.policy"].split(",")
     segment_bytes, segment_ms = int(configs["segment.bytes"]), int(configs["segment.ms"])
-    retention_ms, retention_bytes = int(configs["retention.ms"]), int(configs["retention.bytes"])
+    retention_ms = int(configs["retention.ms"])
     rolls = roll.plan(
         entries,
         segment_bytes=segment_bytes,
@@ -62,9 +64,7 @@ def next_due_ms(
     live = without_leftovers(entries)
     if rolls.groups or rolls.leftovers:
         return now_ms
-    if "delete" in policy and retention.plan(
-        live, retention_ms=retention_ms, retention_bytes=retention_bytes, now_ms=now_ms
-    ):
+    if _doomed(live, configs, now_ms, log_start_offset):
         return now_ms
     times: list[int] = []
     segments = [e for e in live if e.is_segment]
@@ -82,6 +82,21 @@ def next_due_ms(
     if "compact" in policy:
         times += [e.delete_horizon_ms for e in segments if e.delete_horizon_ms is not None]
     return min(times) if times else None
+
+
+def _doomed(
+    entries: Sequence[LogEntry], configs: Mapping[str, str], now_ms: int, log_start_offset: int
+) -> list[LogEntry]:
+    """Retention's segments to delete. Those wholly below the log start go whatever the
+    policy, as Kafka's deleteOldSegments has them go."""
+    delete = "delete" in configs["cleanup.policy"].split(",")
+    return retention.plan(
+        entries,
+        retention_ms=int(configs["retention.ms"]) if delete else -1,
+        retention_bytes=int(configs["retention.bytes"]) if delete else -1,
+        now_ms=now_ms,
+        log_start_offset=log_start_offset,
+    )
 
 
 class Housekeeper:
@@ -141,10 +156,10 @@ class Housekeeper:
                 if full:
                     due.consume(self._meta, marks)  # the topic is gone: nothing to do
                 continue
-            entries = self.maintain(topic, partition, jobs, report)
+            entries, log_start = self.maintain(topic, partition, jobs, report)
             report.partitions_visited += 1
             if full:
-                self._reschedule(topic, partition, entries)
+                self._reschedule(topic, partition, entries, log_start)
                 due.consume(self._meta, marks)
 
     def _topic(self, name: str) -> Topic | None:
@@ -153,13 +168,16 @@ class Housekeeper:
         except UnknownTopicError:
             return None
 
-    def _reschedule(self, topic: Topic, partition: int, entries: Sequence[LogEntry]) -> None:
+    def _reschedule(
+        self, topic: Topic, partition: int, entries: Sequence[LogEntry], log_start: int
+    ) -> None:
         now = self._clock_ms()
         when = next_due_ms(
             entries,
             topic.effective_configs,
             now_ms=now,
             settle_ms=self._settle_ms,
+            log_start_offset=log_start,
         )
         if when is not None:
             # Never at or before now: the marks being consumed are, and must stay distinct.
@@ -168,9 +186,9 @@ class Housekeeper:
 
     def maintain(
         self, topic: Topic, partition: int, jobs: set[str], report: Report
-    ) -> list[LogEntry]:
-        """Run ``jobs`` on one partition; its index entries as they are after. The index is
-        read once, and again only after a job changed it."""
+    ) -> tuple[list[LogEntry], int]:
+        """Run ``jobs`` on one partition; its index entries as they are after, and its log
+        start offset. The index is read once, and again only after a job changed it."""
         tid = topic.topic_id
         configs = topic.effective_configs
         policy = configs["cleanup.policy"].split(",")
@@ -201,13 +219,9 @@ class Housekeeper:
                 report.segments_rolled += 1
             if rolls.leftovers or rolls.groups:
                 entries = partition_entries(self._meta, tid, partition)
-        if "retention" in jobs and "delete" in policy:
-            doomed = retention.plan(
-                without_leftovers(entries),
-                retention_ms=int(configs["retention.ms"]),
-                retention_bytes=int(configs["retention.bytes"]),
-                now_ms=self._clock_ms(),
-            )
+        log_start, _ = high_watermark(self._meta, tid, partition)
+        if "retention" in jobs:
+            doomed = _doomed(without_leftovers(entries), configs, self._clock_ms(), log_start)
             if doomed:
                 report.segments_deleted += retention.apply(
                     self._meta,
@@ -218,6 +232,7 @@ class Housekeeper:
                     grace_ms=self._grace_ms,
                 )
                 entries = partition_entries(self._meta, tid, partition)
+                log_start, _ = high_watermark(self._meta, tid, partition)
         if "compaction" in jobs and "compact" in policy:
             stats = compaction.compact(
                 self._meta,
@@ -234,4 +249,4 @@ class Housekeeper:
             report.skipped += stats.skipped
             if stats.segments_rewritten:
                 entries = partition_entries(self._meta, tid, partition)
-        return entries
+        return entries, log_start

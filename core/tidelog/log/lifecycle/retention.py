@@ -7,7 +7,12 @@ Kafka's rules, as ``UnifiedLog.deleteRetentionMsBreachedSegments`` and
 - time: a segment goes once ``now - its max timestamp > retention.ms`` (-1: never);
 - size: with ``excess = log size - retention.bytes`` (-1: never), segments go from the front
   while ``excess - segment size >= 0``, each one taking its size off the excess;
+- log start: a segment wholly below the log start offset goes (``deleteLogStartOffsetBreached
+  Segments``): DeleteRecords moves the start, retention then drops what it passed;
 - only a prefix: deletion stops at the first segment that must stay.
+
+DeleteRecords (``Partition.deleteRecordsOnLeader``) moves the log start offset to any offset up
+to the high watermark, on topics whose cleanup policy includes delete.
 """
 
 from __future__ import annotations
@@ -15,9 +20,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from tidelog.log import garbage, keys
+from tidelog.errors import ConflictError, InvalidRequestError
+from tidelog.log import due, garbage, keys
 from tidelog.log.entries import LogEntry
-from tidelog.log.head import Head, put_head
+from tidelog.log.head import Head, OffsetOutOfRangeError, put_head
+from tidelog.log.topics import Topic
 from tidelog.storage import (
     Compare,
     ConditionFailedError,
@@ -30,8 +37,20 @@ from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
 logger = logging.getLogger(__name__)
 
 
+HIGH_WATERMARK = -1  # DeleteRecords' offset for "everything committed so far"
+
+
+class PolicyViolationError(InvalidRequestError):
+    default_kafka_error = "POLICY_VIOLATION"
+
+
 def plan(
-    entries: Sequence[LogEntry], *, retention_ms: int, retention_bytes: int, now_ms: int
+    entries: Sequence[LogEntry],
+    *,
+    retention_ms: int,
+    retention_bytes: int,
+    now_ms: int,
+    log_start_offset: int = 0,
 ) -> list[LogEntry]:
     """The segments to delete: a prefix of the partition's segments (pure)."""
     segments: list[LogEntry] = []
@@ -39,6 +58,9 @@ def plan(
         if not entry.is_segment:
             break
         segments.append(entry)
+    below_start = 0
+    while below_start < len(segments) and segments[below_start].last_offset < log_start_offset:
+        below_start += 1
     by_time = 0
     if retention_ms >= 0:
         while by_time < len(segments) and now_ms - segments[by_time].max_timestamp > retention_ms:
@@ -49,7 +71,7 @@ def plan(
         while by_size < len(segments) and excess - segments[by_size].size >= 0:
             excess -= segments[by_size].size
             by_size += 1
-    return segments[: max(by_time, by_size)]
+    return segments[: max(by_time, by_size, below_start)]
 
 
 def apply(
@@ -84,9 +106,11 @@ def _delete_chunk(meta: MetadataStore, pk: str, chunk: Sequence[LogEntry], attem
         head = Head.from_item(meta.get(pk, keys.HEAD_SK))
         if head is None:
             raise ValueError(f"{pk} has segments but no head")
-        if head.log_start_offset >= new_start:
-            return False  # another pass deleted them
-        writes: list[Write] = [put_head(pk, Head(new_start, head.next_offset), head)]
+        writes: list[Write] = []
+        if head.log_start_offset < new_start:
+            writes.append(put_head(pk, Head(new_start, head.next_offset), head))
+        # Else DeleteRecords moved the start past them already: only their entries go, each
+        # still the object planned (another pass may have deleted or compacted it).
         writes += [
             Delete(pk, keys.index_sk(e.base_offset), Compare("object", "=", e.object_key))
             for e in chunk
@@ -94,8 +118,49 @@ def _delete_chunk(meta: MetadataStore, pk: str, chunk: Sequence[LogEntry], attem
         try:
             meta.transact(writes)
         except ConditionFailedError:
+            if head.log_start_offset >= new_start:
+                return False  # another pass deleted them
             continue
-        logger.info("retention: %s now starts at %d", pk, new_start)
+        logger.info("retention: %s now starts at %d", pk, max(new_start, head.log_start_offset))
         return True
     logger.info("retention of %s kept losing to commits; the next pass tries again", pk)
     return False
+
+
+def delete_records(
+    meta: MetadataStore,
+    topic: Topic,
+    partition: int,
+    offset: int,
+    *,
+    now_ms: int,
+    attempts: int = 5,
+) -> int:
+    """Kafka's DeleteRecords: the log now starts at ``offset`` (HIGH_WATERMARK: at the high
+    watermark); the new log start offset, Kafka's "low watermark".
+
+    Only the head moves, at once and durably: fetches below it are out of range from the
+    answer on. The segments it passed go at the partition's next housekeeping, marked due now.
+    An offset at or below the log start changes nothing, as on Kafka."""
+    if "delete" not in topic.config("cleanup.policy").split(","):
+        raise PolicyViolationError(
+            f"Records of partition {topic.name}-{partition} can not be deleted due to the "
+            "configured policy"
+        )
+    pk = keys.log_pk(topic.topic_id, partition)
+    for _ in range(attempts):
+        found = Head.from_item(meta.get(pk, keys.HEAD_SK))
+        head = found or Head(0, 0)
+        wanted = head.next_offset if offset == HIGH_WATERMARK else offset
+        if not 0 <= wanted <= head.next_offset:
+            raise OffsetOutOfRangeError(wanted, head.log_start_offset, head.next_offset)
+        if wanted <= head.log_start_offset:
+            return head.log_start_offset
+        moved = put_head(pk, Head(wanted, head.next_offset), found)
+        try:
+            meta.transact([moved, due.active(topic.name, topic.topic_id, partition, now_ms)])
+        except ConditionFailedError:
+            continue  # a commit moved the end meanwhile: read again
+        logger.info("delete records: %s now starts at %d", pk, wanted)
+        return wanted
+    raise ConflictError(f"{pk}: commits kept moving its head; retry the deletion")

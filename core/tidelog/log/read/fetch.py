@@ -22,10 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from tidelog.errors import RetriableError, TidelogError
+from tidelog.errors import RetriableError
 from tidelog.log import keys
 from tidelog.log.entries import LogEntry
-from tidelog.log.head import high_watermark, high_watermarks
+from tidelog.log.head import OffsetOutOfRangeError, high_watermark, high_watermarks
 from tidelog.log.read.cache import ObjectCache
 from tidelog.log.read.indexcache import IndexCache
 from tidelog.log.segment import INDEX_INTERVAL_BYTES, CorruptIndexError, OffsetIndex, TimeIndex
@@ -47,27 +47,6 @@ _T = TypeVar("_T")
 
 class IndexMovedError(RetriableError):
     """Roll, retention or compaction swapped index items under a read, again and again."""
-
-
-class OffsetOutOfRangeError(TidelogError):
-    """The offset is below the log start or beyond the end (HTTP 416, as a Range miss)."""
-
-    http_status = 416
-    default_kafka_error = "OFFSET_OUT_OF_RANGE"
-
-    def __init__(self, offset: int, log_start_offset: int, high_watermark: int) -> None:
-        super().__init__(
-            f"offset {offset} is out of range: the log holds [{log_start_offset}, {high_watermark})"
-        )
-        self.log_start_offset = log_start_offset
-        self.high_watermark = high_watermark
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            **super().to_dict(),
-            "log_start_offset": self.log_start_offset,
-            "high_watermark": self.high_watermark,
-        }
 
 
 @dataclass(frozen=True)

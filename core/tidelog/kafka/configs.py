@@ -1,0 +1,324 @@
+"""Kafka's config APIs: DescribeConfigs, AlterConfigs and IncrementalAlterConfigs, over
+tidelog's topic configs (tidelog.log.configs) and the broker configs an agent reports.
+
+Described as Kafka describes them: each config's type, documentation and synonyms (the topic's
+own value, then the broker default it falls back to), read-only and sensitive flags. Broker
+configs are static (read-only): the cluster's settings come from its deployment
+(tidelog.settings), so they are changed there, not over the Kafka port.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from tidelog import runtime
+from tidelog.errors import InvalidRequestError, TidelogError
+from tidelog.kafka.codec import Answer, Request, field, items
+from tidelog.kafka.node import Node
+from tidelog.log import configs as topic_configs
+from tidelog.log.topics import Topic
+
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+# ConfigSource
+TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+# ConfigType (DescribeConfigs v3+)
+TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "LIST": 7}
+# IncrementalAlterConfigs' operations
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+# Topic configs of Kafka's LogConfig that mean nothing where S3 keeps the copies: accepted and
+# dropped, so that tools written for Kafka create and alter their topics unchanged.
+IGNORED_TOPIC_CONFIGS = frozenset(
+    {
+        "file.delete.delay.ms",
+        "flush.messages",
+        "flush.ms",
+        "follower.replication.throttled.replicas",
+        "index.interval.bytes",
+        "leader.replication.throttled.replicas",
+        "local.retention.bytes",
+        "local.retention.ms",
+        "max.compaction.lag.ms",
+        "message.downconversion.enable",
+        "message.format.version",
+        "message.timestamp.after.max.ms",
+        "message.timestamp.before.max.ms",
+        "message.timestamp.difference.max.ms",
+        "min.cleanable.dirty.ratio",
+        "min.compaction.lag.ms",
+        "min.insync.replicas",
+        "preallocate",
+        "remote.storage.enable",
+        "segment.index.bytes",
+        "segment.jitter.ms",
+        "unclean.leader.election.enable",
+    }
+)
+
+# The broker configs whose defaults the topic configs take, by Kafka's broker names.
+BROKER_NAMES = {
+    "cleanup.policy": "log.cleanup.policy",
+    "compression.type": "compression.type",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "max.message.bytes": "message.max.bytes",
+    "message.timestamp.type": "log.message.timestamp.type",
+    "retention.bytes": "log.retention.bytes",
+    "retention.ms": "log.retention.ms",
+    "segment.bytes": "log.segment.bytes",
+    "segment.ms": "log.roll.ms",
+}
+
+
+class ConfigRequestError(InvalidRequestError):
+    pass
+
+
+# DescribeConfigs ----------------------------------------------------------------------------
+
+
+def describe_configs(request: Request, me: Node, live: Callable[[], tuple[Node, ...]]) -> Answer:
+    body = request.body
+    synonyms = bool(field(body, "include_synonyms", False))
+    documentation = bool(field(body, "include_documentation", False))
+    results = []
+    for resource in items(body.resources):
+        kind, name = int(resource.resource_type), str(resource.resource_name)
+        keys = resource.configuration_keys
+        try:
+            if kind == TOPIC_RESOURCE:
+                topic = runtime.topics().get(name)
+                configs = [topic_config(topic, c) for c in sorted(topic_configs.CONFIGS)]
+            elif kind == BROKER_RESOURCE:
+                configs = broker_configs(_broker(name, me, live))
+            else:
+                raise _unsupported_resource(kind, name, me)
+            wanted = configs if keys is None else [c for c in configs if c["name"] in keys]
+            for config in wanted:
+                if not synonyms:
+                    config["synonyms"] = []
+                if not documentation:
+                    config["documentation"] = None
+            results.append(_result(kind, name, None) | {"configs": wanted})
+        except TidelogError as exc:
+            results.append(_result(kind, name, exc) | {"configs": []})
+    return {"throttle_time": 0, "results": results}
+
+
+def topic_config(topic: Topic, name: str) -> Answer:
+    definition = topic_configs.CONFIGS[name]
+    broker_default = {
+        "name": BROKER_NAMES[name],
+        "value": definition.default,
+        "source": DEFAULT_CONFIG,
+    }
+    synonyms = [broker_default]
+    if name in topic.configs:
+        synonyms.insert(0, {"name": name, "value": topic.configs[name], "source": TOPIC_CONFIG})
+    return {
+        "name": name,
+        "value": topic.config(name),
+        "read_only": False,
+        "config_source": synonyms[0]["source"],
+        "is_sensitive": False,
+        "synonyms": synonyms,
+        "config_type": TYPES[definition.kind],
+        "documentation": definition.doc,
+    }
+
+
+def broker_configs(node: Node) -> list[Answer]:
+    """What this agent would say in server.properties, every one static."""
+    settings = runtime.settings()
+    listener = f"PLAINTEXT://{node.host}:{node.port}"
+    entries = [
+        _static(BROKER_NAMES[c.name], c.default, c.kind, c.doc)
+        for c in topic_configs.CONFIGS.values()
+    ]
+    entries += [
+        _static(
+            "advertised.listeners", listener, "LIST", "where clients reach this agent (Metadata)"
+        ),
+        _static(
+            "auto.create.topics.enable",
+            str(settings.auto_create_topics).lower(),
+            "BOOLEAN",
+            "Metadata and HTTP produce create unknown topics (TIDELOG_AUTO_CREATE_TOPICS)",
+        ),
+        _static("broker.id", str(node.node_id), "INT", "this agent's node id, from the registry"),
+        _static(
+            "default.replication.factor",
+            "1",
+            "INT",
+            "one copy as Kafka counts them: S3 keeps the data's redundancy",
+        ),
+        _static("delete.topic.enable", "true", "BOOLEAN", "DeleteTopics deletes topics"),
+        _static(
+            "group.initial.rebalance.delay.ms",
+            str(settings.initial_rebalance_delay_ms),
+            "INT",
+            "how long a new group waits for more members before its first assignment",
+        ),
+        _static(
+            "group.max.session.timeout.ms",
+            str(settings.max_session_timeout_ms),
+            "INT",
+            "the longest session timeout a member may ask for",
+        ),
+        _static(
+            "group.min.session.timeout.ms",
+            str(settings.min_session_timeout_ms),
+            "INT",
+            "the shortest session timeout a member may ask for",
+        ),
+        _static("listeners", listener, "LIST", "where this agent listens"),
+        _static("log.dirs", log_dir(), "STRING", "the one log directory: the cluster's bucket"),
+        _static("min.insync.replicas", "1", "INT", "acknowledged writes are in S3 and DynamoDB"),
+        _static(
+            "num.partitions",
+            str(settings.num_partitions),
+            "INT",
+            "partitions of a topic created without a count (TIDELOG_NUM_PARTITIONS)",
+        ),
+        _static(
+            "offsets.topic.replication.factor",
+            "1",
+            "SHORT",
+            "group offsets live in DynamoDB, not in a topic",
+        ),
+    ]
+    return sorted(entries, key=lambda e: str(e["name"]))
+
+
+def log_dir() -> str:
+    """The one log directory of every agent: where the cluster's objects are."""
+    return f"s3://{runtime.settings().bucket}"
+
+
+def _static(name: str, value: str, kind: str, doc: str) -> Answer:
+    return {
+        "name": name,
+        "value": value,
+        "read_only": True,
+        "config_source": STATIC_BROKER_CONFIG,
+        "is_sensitive": False,
+        "synonyms": [{"name": name, "value": value, "source": STATIC_BROKER_CONFIG}],
+        "config_type": TYPES[kind],
+        "documentation": doc,
+    }
+
+
+def _broker(name: str, me: Node, live: Callable[[], tuple[Node, ...]]) -> Node:
+    """The agent a broker resource names: this one ("" is the cluster's default), or another
+    live agent, which reports the same configs but its own listener."""
+    if name in ("", str(me.node_id)):
+        return me
+    for node in live():
+        if str(node.node_id) == name:
+            return node
+    raise ConfigRequestError(f"broker {name!r} is not a live agent of this cluster")
+
+
+def _unsupported_resource(kind: int, name: str, me: Node) -> TidelogError:
+    return ConfigRequestError(
+        f"resource type {kind} named {name!r}: tidelog has configs for topics (2) and brokers "
+        f"(4, this one is {me.node_id})"
+    )
+
+
+def _result(kind: int, name: str, error: TidelogError | None) -> Answer:
+    return {
+        "error_code": 0 if error is None else error.kafka_error.code,
+        "error_message": None if error is None else error.message,
+        "resource_type": kind,
+        "resource_name": name,
+    }
+
+
+# AlterConfigs and IncrementalAlterConfigs ---------------------------------------------------
+
+
+def alter_configs(request: Request, me: Node) -> Answer:
+    """The legacy AlterConfigs: a topic's configs become exactly those given."""
+    body = request.body
+
+    def apply(name: str, resource: Any, validate_only: bool) -> None:
+        wanted = _kept({str(c.name): c.value for c in items(resource.configs)})
+        if None in wanted.values():
+            raise ConfigRequestError("AlterConfigs: a config needs a value (null given)")
+        runtime.topics().replace_configs(name, wanted, validate_only=validate_only)
+
+    return _alter(body, me, apply)
+
+
+def incremental_alter_configs(request: Request, me: Node) -> Answer:
+    """KIP-339: set, delete (back to the default), append to or subtract from a list."""
+    body = request.body
+
+    def apply(name: str, resource: Any, validate_only: bool) -> None:
+        ops = [(str(c.name), int(c.config_operation), c.value) for c in items(resource.configs)]
+        repeated = [k for k, n in Counter(k for k, _, _ in ops).items() if n > 1]
+        if repeated:
+            raise ConfigRequestError(f"Error due to duplicate config keys: {sorted(repeated)}")
+        topic = runtime.topics().get(name)
+        changes: dict[str, object | None] = {}
+        for key, op, value in ops:
+            if key in IGNORED_TOPIC_CONFIGS:
+                continue
+            changes[key] = _operated(topic, key, op, value)
+        runtime.topics().alter_configs(name, changes, validate_only=validate_only)
+
+    return _alter(body, me, apply)
+
+
+def _operated(topic: Topic, key: str, op: int, value: str | None) -> str | None:
+    """The value ``key`` takes after ``op`` (None: back to its default)."""
+    definition = topic_configs.CONFIGS.get(key)
+    if definition is None:
+        raise topic_configs.InvalidConfigError(f"unknown topic config {key!r}")
+    if op == DELETE:
+        return None
+    if value is None:
+        raise ConfigRequestError(f"{key}: operation {op} needs a value (null given)")
+    if op == SET:
+        return value
+    if op not in (APPEND, SUBTRACT):
+        raise ConfigRequestError(f"{key}: unknown config operation {op}")
+    if definition.kind != "LIST":
+        raise topic_configs.InvalidConfigError(
+            f"Config value append/subtract is not allowed for config key {key}: it is not a list"
+        )
+    current = [v for v in topic.config(key).split(",") if v]
+    given = [v.strip() for v in value.split(",") if v.strip()]
+    if op == APPEND:
+        return ",".join(current + [v for v in given if v not in current])
+    return ",".join(v for v in current if v not in given)
+
+
+def _kept(configs: Mapping[str, str | None]) -> dict[str, str | None]:
+    return {k: v for k, v in configs.items() if k not in IGNORED_TOPIC_CONFIGS}
+
+
+def _alter(body: Any, me: Node, apply: Callable[[str, Any, bool], None]) -> Answer:
+    validate_only = bool(body.validate_only)
+    resources = list(items(body.resources))
+    repeated = Counter((int(r.resource_type), str(r.resource_name)) for r in resources)
+    responses = []
+    for resource in resources:
+        kind, name = int(resource.resource_type), str(resource.resource_name)
+        try:
+            if repeated[(kind, name)] > 1:
+                raise ConfigRequestError(f"resource {name!r} of type {kind} is named twice")
+            if kind == BROKER_RESOURCE:
+                raise ConfigRequestError(
+                    "broker configs are static here: set them where the cluster is deployed "
+                    "(docs/kafka.md)"
+                )
+            if kind != TOPIC_RESOURCE:
+                raise _unsupported_resource(kind, name, me)
+            apply(name, resource, validate_only)
+            responses.append(_result(kind, name, None))
+        except TidelogError as exc:
+            responses.append(_result(kind, name, exc))
+    return {"throttle_time": 0, "responses": responses}
