@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from benchmarks import (
+    admin,
     aws_latency,
     baselines,
     client,
@@ -36,6 +37,7 @@ MODULES = [
     aws_latency,
     groups,
     kafka,
+    admin,
     client,
     console,
     spark,

@@ -222,24 +222,24 @@ def add_partitions(topic: api.TopicName, body: PartitionCount) -> TopicSummary:
 )
 def delete_records(topic: api.TopicName, body: DeleteRecords) -> Response[str]:
     found = runtime.topics().get(topic)
-    now = runtime.clock_ms()
+    outcomes = retention.delete_records_many(
+        runtime.metadata_store(),
+        [(found, w.partition, w.offset) for w in body.partitions],
+        now_ms=runtime.clock_ms(),
+    )
     results = []
-    for wanted in body.partitions:
-        try:
-            found.check_partition(wanted.partition)
-            start = retention.delete_records(
-                runtime.metadata_store(), found, wanted.partition, wanted.offset, now_ms=now
-            )
-            results.append(RecordsDeleted(partition=wanted.partition, log_start_offset=start))
-        except TidelogError as exc:
+    for w, outcome in zip(body.partitions, outcomes, strict=True):
+        if isinstance(outcome, TidelogError):
             results.append(
                 RecordsDeleted(
-                    partition=wanted.partition,
-                    error=exc.kafka_error.name,
-                    error_code=exc.kafka_error.code,
-                    message=exc.message,
+                    partition=w.partition,
+                    error=outcome.kafka_error.name,
+                    error_code=outcome.kafka_error.code,
+                    message=outcome.message,
                 )
             )
+        else:
+            results.append(RecordsDeleted(partition=w.partition, log_start_offset=outcome))
     metrics.add_metric(name="RecordDeletions", unit=MetricUnit.Count, value=len(results))
     return api.json_response(
         200, DeleteRecordsResult(partitions=results).model_dump(exclude_none=True)

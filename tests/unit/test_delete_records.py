@@ -146,3 +146,19 @@ def test_a_head_that_never_settles_is_a_conflict_and_changes_nothing(tmp_path):
     with pytest.raises(ConflictError):
         _delete(log, 5)
     assert log.reader.head(log.topic.topic_id, 0) == (0, 10)
+
+
+def test_many_partitions_at_once_each_answer_for_themselves_in_order(tmp_path):
+    log = tiny_log(tmp_path, partitions=3)
+    for partition in range(3):
+        log.produce(partition, [(None, b"v")] * 4)
+    outcomes = retention.delete_records_many(
+        log.meta,
+        [(log.topic, 0, 2), (log.topic, 7, 1), (log.topic, 1, 9), (log.topic, 2, -1)],
+        now_ms=log.clock.now,
+    )
+    assert outcomes[0] == 2
+    assert outcomes[1].kafka_error.name == "UNKNOWN_TOPIC_OR_PARTITION"
+    assert outcomes[2].kafka_error.name == "OFFSET_OUT_OF_RANGE"
+    assert outcomes[3] == 4
+    assert [log.reader.head(log.topic.topic_id, p)[0] for p in range(3)] == [2, 0, 4]

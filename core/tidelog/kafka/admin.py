@@ -163,29 +163,30 @@ def create_partitions(body: Any) -> Answer:
 def delete_records(body: Any) -> Answer:
     """Each partition's log now starts at the offset given (-1: its high watermark); the
     answer's low watermark is the new log start. Errors are per partition, as on Kafka."""
-    topics = []
-    now = runtime.clock_ms()
+    named: list[tuple[str, Topic | TidelogError, list[tuple[int, int]]]] = []
     for request in items(body.topics):
         name = str(request.name)
+        wanted = [(int(p.partition_index), int(p.offset)) for p in items(request.partitions)]
+        try:
+            named.append((name, runtime.topics().get(name), wanted))
+        except TidelogError as exc:
+            named.append((name, exc, wanted))
+    outcomes = iter(
+        retention.delete_records_many(
+            runtime.metadata_store(),
+            [(t, p, o) for _, t, wanted in named if isinstance(t, Topic) for p, o in wanted],
+            now_ms=runtime.clock_ms(),
+        )
+    )
+    topics = []
+    for name, topic, wanted in named:
         partitions = []
-        for p in items(request.partitions):
-            index = int(p.partition_index)
-            try:
-                topic = runtime.topics().get(name)
-                topic.check_partition(index)
-                start = retention.delete_records(
-                    runtime.metadata_store(), topic, index, int(p.offset), now_ms=now
-                )
-                partitions.append(
-                    {"partition_index": index, "low_watermark": start, "error_code": 0}
-                )
-            except TidelogError as exc:
-                partitions.append(
-                    {
-                        "partition_index": index,
-                        "low_watermark": -1,
-                        "error_code": exc.kafka_error.code,
-                    }
-                )
+        for index, _ in wanted:
+            outcome = next(outcomes) if isinstance(topic, Topic) else topic
+            if isinstance(outcome, TidelogError):
+                low, error = -1, outcome.kafka_error.code
+            else:
+                low, error = outcome, 0
+            partitions.append({"partition_index": index, "low_watermark": low, "error_code": error})
         topics.append({"name": name, "partitions": partitions})
     return {"throttle_time": 0, "topics": topics}

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
-from tidelog.errors import ConflictError, InvalidRequestError
+from tidelog.errors import ConflictError, InvalidRequestError, TidelogError
 from tidelog.log import due, garbage, keys
 from tidelog.log.entries import LogEntry
 from tidelog.log.head import Head, OffsetOutOfRangeError, put_head
@@ -38,6 +39,7 @@ logger = logging.getLogger(__name__)
 
 
 HIGH_WATERMARK = -1  # DeleteRecords' offset for "everything committed so far"
+DELETIONS_AT_ONCE = 16
 
 
 class PolicyViolationError(InvalidRequestError):
@@ -142,6 +144,7 @@ def delete_records(
     Only the head moves, at once and durably: fetches below it are out of range from the
     answer on. The segments it passed go at the partition's next housekeeping, marked due now.
     An offset at or below the log start changes nothing, as on Kafka."""
+    topic.check_partition(partition)
     if "delete" not in topic.config("cleanup.policy").split(","):
         raise PolicyViolationError(
             f"Records of partition {topic.name}-{partition} can not be deleted due to the "
@@ -164,3 +167,24 @@ def delete_records(
         logger.info("delete records: %s now starts at %d", pk, wanted)
         return wanted
     raise ConflictError(f"{pk}: commits kept moving its head; retry the deletion")
+
+
+def delete_records_many(
+    meta: MetadataStore, wanted: Sequence[tuple[Topic, int, int]], *, now_ms: int
+) -> list[int | TidelogError]:
+    """``delete_records`` of many partitions (topic, partition, offset) at once, each its own
+    compare-and-set: a 1,000-partition deletion takes a few round trips, not a thousand. Each
+    partition's new log start, or its error, in order."""
+
+    def one(item: tuple[Topic, int, int]) -> int | TidelogError:
+        topic, partition, offset = item
+        try:
+            return delete_records(meta, topic, partition, offset, now_ms=now_ms)
+        except TidelogError as exc:
+            return exc
+
+    if len(wanted) <= 1:
+        return [one(item) for item in wanted]
+    threads = min(DELETIONS_AT_ONCE, len(wanted))
+    with ThreadPoolExecutor(threads, thread_name_prefix="delete-records") as pool:
+        return list(pool.map(one, wanted))
