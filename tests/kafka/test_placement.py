@@ -345,5 +345,19 @@ def test_describe_cluster_lists_what_metadata_lists(handlers):
     assert answer["controller_id"] == 30
 
 
+@pytest.mark.parametrize(
+    ("version", "endpoint", "error"),
+    [(1, 1, 0), (1, 2, 114), (1, 7, 115), (0, 1, 0)],  # NONE, MISMATCHED_, UNSUPPORTED_ENDPOINT
+)
+def test_describe_cluster_lists_brokers_and_no_controllers(handlers, version, endpoint, error):
+    """A broker's endpoint lists brokers; asked for controllers it says so, as Kafka's does."""
+    fields = {"include_cluster_authorized_operations": False}
+    if version >= 1:
+        fields["endpoint_type"] = endpoint
+    answer = call(handlers, ApiKey.DESCRIBE_CLUSTER, version, fields, "app")
+    assert answer["error_code"] == error
+    assert bool(answer["brokers"]) == (error == 0)
+
+
 def test_one_agent_alone_leads_everything():
     assert Solo(Node(1, "h", 1)).live() == (Node(1, "h", 1),)
