@@ -73,7 +73,8 @@ def test_api_calls_pass_through_with_the_apis_answers(console, dev):
     assert status == 201, body
     status, _, body = call(console + f"/api/v1/topics/{name}", headers=OURS)
     assert (status, json.loads(body)["name"]) == (200, name)
-    status, _, body = call(console + "/api/v1/topics/no-such-topic", headers=OURS)
+    absent = f"absent-{uuid.uuid4().hex[:8]}"
+    status, _, body = call(console + f"/api/v1/topics/{absent}", headers=OURS)
     assert status == 404
     assert json.loads(body)["error"] == "UNKNOWN_TOPIC_OR_PARTITION"
     status, headers, _ = call(

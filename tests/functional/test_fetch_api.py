@@ -69,7 +69,7 @@ def test_bad_fetches_are_400_or_404(dev, topic):
     assert fetch(dev, topic, 0, max_bytes=0)[0] == 400
     assert fetch(dev, topic, 0, encoding="latin1")[0] == 400
     assert fetch(dev, topic, 0, partition=2)[1]["error"] == "UNKNOWN_TOPIC_OR_PARTITION"
-    assert fetch(dev, "no-such-topic", 0)[0] == 404
+    assert fetch(dev, f"absent-{uuid.uuid4().hex[:8]}", 0)[0] == 404  # fetch never creates
 
 
 def test_max_bytes_is_soft_for_the_first_batch_and_hard_after(dev, topic):
@@ -144,7 +144,7 @@ def test_multi_fetch_answers_each_partition(dev, topic):
                 {"topic": topic, "partition": 0, "offset": 1},
                 {"topic": topic, "partition": 1, "offset": 0},
                 {"topic": topic, "partition": 1 + 1, "offset": 0},
-                {"topic": "no-such-topic", "partition": 0, "offset": 0},
+                {"topic": f"absent-{uuid.uuid4().hex[:8]}", "partition": 0, "offset": 0},
             ]
         },
     )
