@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from tidelog.client import errors
 from tidelog.client.http import Http
-from tidelog.errors import KAFKA_ERRORS, TidelogError
 
 
 @dataclass(frozen=True)
@@ -99,10 +99,7 @@ class Admin:
         starts = {}
         for result in answer["partitions"]:
             if "error" in result:
-                known = result["error"] if result["error"] in KAFKA_ERRORS else None
-                raise TidelogError(
-                    f"partition {result['partition']}: {result['message']}", kafka_error=known
-                )
+                raise errors.from_item(result, f"partition {result['partition']}: ")
             starts[result["partition"]] = result["log_start_offset"]
         return starts
 

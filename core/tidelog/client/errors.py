@@ -8,6 +8,7 @@ GatewayResponses) is ``{"error", "error_code", "message", "retriable"}``. An ans
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from tidelog.errors import (
@@ -43,6 +44,17 @@ class AuthorizationError(TidelogError):
     def __init__(self, message: str, *, kafka_error: str | None = None, error_type: str = ""):
         super().__init__(message, kafka_error=kafka_error)
         self.error_type = error_type
+
+
+def from_item(fields: Mapping[str, Any], context: str = "") -> TidelogError:
+    """The error one item of a successful answer names (a partition's or a record's own
+    ``{"error", "message"}``); a name tidelog does not know is kept in the message."""
+    name = str(fields.get("error"))
+    message = str(fields.get("message") or name)
+    known = name if name in KAFKA_ERRORS else None
+    if known is None:
+        message = f"{name}: {message}"
+    return TidelogError(f"{context}{message}", kafka_error=known)
 
 
 def from_response(status: int, body: bytes, headers: dict[str, str]) -> TidelogError:

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx2
 
+from tidelog.client import errors
 from tidelog.client.admin import Admin
 from tidelog.client.consumed import (
     OFFSET_BEGINNING,
@@ -26,7 +27,7 @@ from tidelog.client.consumed import (
 from tidelog.client.consumer_config import ConsumerConfig
 from tidelog.client.http import Http
 from tidelog.client.membership import TopicPartitionKey
-from tidelog.errors import InvalidRequestError, RetriableError, TidelogError
+from tidelog.errors import InvalidRequestError, RetriableError
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +148,7 @@ class Fetcher:
             log.info("%s[%d]: %s; reset to the %s", *key, result.get("message"), reset)
             self.positions[key] = int(result[field_name])
             return
-        error = TidelogError(str(result.get("message") or name), kafka_error=name)
+        error = errors.from_item(result)
         if not error.retriable:
             raise error
         log.warning("fetch %s[%d]: %s", *key, error.message)

@@ -269,7 +269,7 @@ class GroupOffsets:
         validate_group_id(name)
         for _ in range(_ATTEMPTS):
             group = self._current(name)
-            if not group.exists and not any(True for _ in self._meta.query(items.offsets_pk(name))):
+            if not group.exists and not any(self._meta.query(items.offsets_pk(name), limit=1)):
                 raise GroupNotFoundError(f"group {name!r} does not exist")
             outcome: dict[tuple[str, int], TidelogError | None] = {}
             for topic, partition in dict.fromkeys(partitions):

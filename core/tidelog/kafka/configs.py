@@ -10,7 +10,7 @@ configs are static (read-only): the cluster's settings come from its deployment
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from tidelog import runtime
@@ -69,10 +69,6 @@ BROKER_NAMES = {
     "segment.bytes": "log.segment.bytes",
     "segment.ms": "log.roll.ms",
 }
-
-
-class ConfigRequestError(InvalidRequestError):
-    pass
 
 
 # DescribeConfigs ----------------------------------------------------------------------------
@@ -217,11 +213,11 @@ def _broker(name: str, me: Node, live: Callable[[], tuple[Node, ...]]) -> Node:
     for node in live():
         if str(node.node_id) == name:
             return node
-    raise ConfigRequestError(f"broker {name!r} is not a live agent of this cluster")
+    raise InvalidRequestError(f"broker {name!r} is not a live agent of this cluster")
 
 
 def _unsupported_resource(kind: int, name: str, me: Node) -> TidelogError:
-    return ConfigRequestError(
+    return InvalidRequestError(
         f"resource type {kind} named {name!r}: tidelog has configs for topics (2) and brokers "
         f"(4, this one is {me.node_id})"
     )
@@ -244,9 +240,13 @@ def alter_configs(request: Request, me: Node) -> Answer:
     body = request.body
 
     def apply(name: str, resource: Any, validate_only: bool) -> None:
-        wanted = _kept({str(c.name): c.value for c in items(resource.configs)})
+        wanted = {
+            str(c.name): c.value
+            for c in items(resource.configs)
+            if str(c.name) not in IGNORED_TOPIC_CONFIGS
+        }
         if None in wanted.values():
-            raise ConfigRequestError("AlterConfigs: a config needs a value (null given)")
+            raise InvalidRequestError("AlterConfigs: a config needs a value (null given)")
         runtime.topics().replace_configs(name, wanted, validate_only=validate_only)
 
     return _alter(body, me, apply)
@@ -260,14 +260,14 @@ def incremental_alter_configs(request: Request, me: Node) -> Answer:
         ops = [(str(c.name), int(c.config_operation), c.value) for c in items(resource.configs)]
         repeated = [k for k, n in Counter(k for k, _, _ in ops).items() if n > 1]
         if repeated:
-            raise ConfigRequestError(f"Error due to duplicate config keys: {sorted(repeated)}")
+            raise InvalidRequestError(f"Error due to duplicate config keys: {sorted(repeated)}")
         topic = runtime.topics().get(name)
-        changes: dict[str, object | None] = {}
-        for key, op, value in ops:
-            if key in IGNORED_TOPIC_CONFIGS:
-                continue
-            changes[key] = _operated(topic, key, op, value)
-        runtime.topics().alter_configs(name, changes, validate_only=validate_only)
+        changes = {
+            key: _operated(topic, key, op, value)
+            for key, op, value in ops
+            if key not in IGNORED_TOPIC_CONFIGS
+        }
+        runtime.topics().alter_configs(topic, changes, validate_only=validate_only)
 
     return _alter(body, me, apply)
 
@@ -280,11 +280,11 @@ def _operated(topic: Topic, key: str, op: int, value: str | None) -> str | None:
     if op == DELETE:
         return None
     if value is None:
-        raise ConfigRequestError(f"{key}: operation {op} needs a value (null given)")
+        raise InvalidRequestError(f"{key}: operation {op} needs a value (null given)")
     if op == SET:
         return value
     if op not in (APPEND, SUBTRACT):
-        raise ConfigRequestError(f"{key}: unknown config operation {op}")
+        raise InvalidRequestError(f"{key}: unknown config operation {op}")
     if definition.kind != "LIST":
         raise topic_configs.InvalidConfigError(
             f"Config value append/subtract is not allowed for config key {key}: it is not a list"
@@ -296,10 +296,6 @@ def _operated(topic: Topic, key: str, op: int, value: str | None) -> str | None:
     return ",".join(v for v in current if v not in given)
 
 
-def _kept(configs: Mapping[str, str | None]) -> dict[str, str | None]:
-    return {k: v for k, v in configs.items() if k not in IGNORED_TOPIC_CONFIGS}
-
-
 def _alter(body: Any, me: Node, apply: Callable[[str, Any, bool], None]) -> Answer:
     validate_only = bool(body.validate_only)
     resources = list(items(body.resources))
@@ -309,9 +305,9 @@ def _alter(body: Any, me: Node, apply: Callable[[str, Any, bool], None]) -> Answ
         kind, name = int(resource.resource_type), str(resource.resource_name)
         try:
             if repeated[(kind, name)] > 1:
-                raise ConfigRequestError(f"resource {name!r} of type {kind} is named twice")
+                raise InvalidRequestError(f"resource {name!r} of type {kind} is named twice")
             if kind == BROKER_RESOURCE:
-                raise ConfigRequestError(
+                raise InvalidRequestError(
                     "broker configs are static here: set them where the cluster is deployed "
                     "(docs/kafka.md)"
                 )

@@ -170,10 +170,16 @@ class Topics:
         return topic
 
     def alter_configs(
-        self, name: str, changes: Mapping[str, object | None], *, validate_only: bool = False
+        self,
+        name: str | Topic,
+        changes: Mapping[str, object | None],
+        *,
+        validate_only: bool = False,
     ) -> Topic:
-        """Kafka's incremental alter: set what is given, reset what is given as null."""
-        topic = self.get(name)
+        """Kafka's incremental alter: set what is given, reset what is given as null. Given
+        the topic as read (changes computed from its values), that read is the one the write
+        is conditional on."""
+        topic = self.get(name) if isinstance(name, str) else name
         to_set = topic_configs.validate_configs({k: v for k, v in changes.items() if v is not None})
         for key in changes:
             if key not in topic_configs.CONFIGS:

@@ -219,8 +219,9 @@ class Housekeeper:
                 report.segments_rolled += 1
             if rolls.leftovers or rolls.groups:
                 entries = partition_entries(self._meta, tid, partition)
-        log_start, _ = high_watermark(self._meta, tid, partition)
+        log_start = 0  # read only where retention needs it; a partial pass reschedules nothing
         if "retention" in jobs:
+            log_start, _ = high_watermark(self._meta, tid, partition)
             doomed = _doomed(without_leftovers(entries), configs, self._clock_ms(), log_start)
             if doomed:
                 report.segments_deleted += retention.apply(
