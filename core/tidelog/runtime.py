@@ -13,15 +13,16 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from tidelog import aws
 from tidelog.log import claims
 from tidelog.log.topics import Topic, TopicCache, Topics, UnknownTopicError
 from tidelog.log.write.groupcommit import GroupCommitter
+from tidelog.log.write.plan import AppendResult
 from tidelog.log.write.staging import StagingArea
-from tidelog.log.write.writer import Writer, recover_staging
+from tidelog.log.write.writer import AppendRequest, Writer, recover_staging
 from tidelog.partitioner import DefaultPartitioner
 from tidelog.settings import ConfigurationError, Settings
 from tidelog.storage import MetadataStore, ObjectStore
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from tidelog.log.lifecycle.housekeeping import Housekeeper
     from tidelog.log.read.fetch import LogReader
     from tidelog.storage.faults import FaultPlan
+    from tidelog.transactions.coordinator import TransactionCoordinator
 
 _T = TypeVar("_T")
 _UNSET: Any = object()
@@ -261,6 +263,27 @@ def coordinator() -> Coordinator:
     )
 
 
+@_once
+def transactions() -> TransactionCoordinator:
+    from tidelog.log.write.producer_ids import allocate_producer_id  # noqa: PLC0415 - see above
+    from tidelog.transactions.coordinator import TransactionCoordinator  # noqa: PLC0415
+
+    meta = metadata_store()
+
+    def append(requests: Sequence[AppendRequest]) -> list[AppendResult]:
+        return [future.result() for future in appender().submit(requests)]
+
+    return TransactionCoordinator(
+        meta,
+        append=append,
+        topic=lambda name: topic_cache().get(name),
+        group=lambda name: coordinator().describe(name),
+        clock_ms=clock_ms,
+        new_producer_id=lambda: allocate_producer_id(meta)[0],
+        max_timeout_ms=settings().transaction_max_timeout_ms,
+    )
+
+
 def forget_cached_state() -> None:
     """Forget the topics read from storage, keeping the stores and their clients: the cache's
     deadlines are on a monotonic clock, which a restored SnapStart copy does not share with
@@ -282,6 +305,7 @@ def reset() -> None:
         log_reader,
         housekeeper,
         coordinator,
+        transactions,
     ):
         cached.cache_clear()
     aws.reset()

@@ -60,6 +60,9 @@ class Settings:
     """Kafka's auto.create.topics.enable: a Metadata request or an HTTP produce naming an
     unknown topic creates it (``TIDELOG_AUTO_CREATE_TOPICS``, true or false; off in the deployed
     stack, as on MSK and Confluent Cloud, on in `tidelog dev`)."""
+    transaction_max_timeout_ms: int = 900_000
+    """Kafka's transaction.max.timeout.ms: a producer asking for a longer transaction.timeout.ms
+    is refused INVALID_TRANSACTION_TIMEOUT (``TIDELOG_TRANSACTION_MAX_TIMEOUT_MS``)."""
     num_partitions: int = 1
     """Kafka's num.partitions: the partition count of a topic created that way, or by a
     CreateTopics that asks for the default (``TIDELOG_NUM_PARTITIONS``, >= 1)."""
@@ -101,6 +104,9 @@ class Settings:
             auto_create_topics=_one_of(environ, "TIDELOG_AUTO_CREATE_TOPICS", ("true", "false"))
             == "true",
             num_partitions=_at_least_one(environ, "TIDELOG_NUM_PARTITIONS", 1),
+            transaction_max_timeout_ms=_at_least_one(
+                environ, "TIDELOG_TRANSACTION_MAX_TIMEOUT_MS", 900_000
+            ),
             faults=_one_of(environ, "TIDELOG_FAULTS", FAULT_PROFILES),
             fault_seed=_number(environ, "TIDELOG_FAULT_SEED", 0)
             if environ.get("TIDELOG_FAULT_SEED")

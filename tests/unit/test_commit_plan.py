@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from tidelog.log.flushobject import Extent
+from tidelog.log.head import Head
 from tidelog.log.topics import TOPICS_PK, Topic
 from tidelog.log.write.commit import Committer
 from tidelog.log.write.plan import OffsetMismatchError, PartitionAppend, WithdrawnError, plan
@@ -45,7 +46,7 @@ def refused(result, request=0):
 
 
 def test_offsets_follow_the_head_and_runs_cover_the_bytes():
-    result = plan(append(produced(3), produced(2)), {"next_offset": 10, "log_start_offset": 0}, {})
+    result = plan(append(produced(3), produced(2)), Head(0, 10), {})
     assert result.offsets == [(10, 12), (13, 14)]
     assert result.next_offset == 15
     (run,) = result.runs
@@ -63,7 +64,7 @@ def test_an_empty_partition_starts_at_zero():
 
 
 def test_conditional_append():
-    head = {"next_offset": 7, "log_start_offset": 0}
+    head = Head(0, 7)
     assert plan(append(produced(1), expected=7), head, {}).offsets == [(7, 7)]
     with pytest.raises(OffsetMismatchError) as failure:
         plan(append(produced(1), expected=6), head, {})
@@ -74,7 +75,7 @@ def test_a_retried_batch_keeps_its_offsets_and_splits_the_runs():
     state = ProducerState(5, 0, (BatchRecord(0, 2, 40, 42, 0),), version=3)
     result = plan(
         append(produced(2), produced(3, 5, 0, 0), produced(1, 5, 0, 3)),
-        {"next_offset": 50, "log_start_offset": 0},
+        Head(0, 50),
         {5: state},
     )
     assert result.offsets == [(50, 51), (40, 42), (52, 52)]
@@ -91,9 +92,7 @@ def test_a_gap_waits_for_the_batches_before_it():
     # since 3 may still be in flight in another agent (librdkafka would start a new epoch and
     # write it twice; see tidelog.log.write.producers).
     state = ProducerState(5, 0, (BatchRecord(0, 2, 0, 2, 0),))
-    result = plan(
-        append(produced(1, 5, 0, 4)), {"next_offset": 3, "log_start_offset": 0}, {5: state}
-    )
+    result = plan(append(produced(1, 5, 0, 4)), Head(0, 3), {5: state})
     assert isinstance(refused(result), SequenceGapError)
     assert refused(result).kafka_error.name == "REQUEST_TIMED_OUT"
     assert refused(result).retriable
@@ -102,30 +101,22 @@ def test_a_gap_waits_for_the_batches_before_it():
 
 def test_a_batch_overlapping_what_was_written_is_out_of_order():
     state = ProducerState(5, 0, (BatchRecord(0, 2, 0, 2, 0),))
-    result = plan(
-        append(produced(2, 5, 0, 2)), {"next_offset": 3, "log_start_offset": 0}, {5: state}
-    )
+    result = plan(append(produced(2, 5, 0, 2)), Head(0, 3), {5: state})
     assert isinstance(refused(result), OutOfOrderSequenceError)
 
 
 def test_new_producers_and_new_epochs_start_at_zero():
     assert "0 (expected)" in str(refused(plan(append(produced(1, 9, 0, 1)), None, {})))
     state = ProducerState(5, 0, (BatchRecord(0, 2, 0, 2, 0),))
-    result = plan(
-        append(produced(1, 5, 1, 0)), {"next_offset": 3, "log_start_offset": 0}, {5: state}
-    )
+    result = plan(append(produced(1, 5, 1, 0)), Head(0, 3), {5: state})
     assert result.states[5][1].epoch == 1
-    result = plan(
-        append(produced(1, 5, 1, 3)), {"next_offset": 3, "log_start_offset": 0}, {5: state}
-    )
+    result = plan(append(produced(1, 5, 1, 3)), Head(0, 3), {5: state})
     assert isinstance(refused(result), SequenceGapError)  # a new epoch starts at 0
 
 
 def test_an_old_epoch_is_fenced():
     state = ProducerState(5, 3, (BatchRecord(0, 0, 0, 0, 0),))
-    result = plan(
-        append(produced(1, 5, 2, 1)), {"next_offset": 1, "log_start_offset": 0}, {5: state}
-    )
+    result = plan(append(produced(1, 5, 2, 1)), Head(0, 1), {5: state})
     assert isinstance(refused(result), InvalidProducerEpochError)
 
 
@@ -144,7 +135,7 @@ def test_sequence_wraps_at_int_max():
     assert not in_sequence(4, 6)
 
 
-HEAD = {"next_offset": 20, "log_start_offset": 0}
+HEAD = Head(0, 20)
 
 
 def test_a_refused_request_is_its_own_the_others_in_the_flush_commit():

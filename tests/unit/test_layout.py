@@ -71,8 +71,13 @@ def test_the_record_format_and_the_stores_know_nothing_above_them(low):
     assert offending(low, allowed) == []
 
 
+def test_transactions_rules_stand_on_the_stores_and_the_record_format_alone():
+    allowed = {"tidelog", "tidelog.errors", "tidelog.records", "tidelog.storage", "tidelog.txn"}
+    assert offending("tidelog.txn", allowed) == []
+
+
 def test_the_log_knows_nothing_of_its_callers():
-    allowed = {"tidelog", "tidelog.errors", "tidelog.records", "tidelog.storage"}
+    allowed = {"tidelog", "tidelog.errors", "tidelog.records", "tidelog.storage", "tidelog.txn"}
     allowed |= {"tidelog.partitioner", "tidelog.log", *PATHS}
     assert offending("tidelog.log", allowed) == []
 

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from tidelog.errors import InvalidRequestError, TidelogError
+from tidelog.errors import TidelogError
 from tidelog.log.write.validate import validate_batches
 from tidelog.records import RecordBatch, RecordBatchBuilder
 from tidelog.records.crc import crc32c
@@ -77,12 +77,15 @@ def test_old_magic():
 
 def test_control_and_transactional_batches():
     check(batch(1, is_control_batch=True), "INVALID_RECORD")
-    with pytest.raises(InvalidRequestError, match="transactional"):
-        validate_batches(
-            batch(1, is_transactional=True, producer_id=1, producer_epoch=0, base_sequence=0),
-            max_message_bytes=10**6,
-            log_append_time=None,
-        )
+    check(batch(1, is_transactional=True), "INVALID_RECORD")  # no producer id
+    (produced,) = validate_batches(
+        batch(1, is_transactional=True, producer_id=1, producer_epoch=0, base_sequence=0),
+        max_message_bytes=10**6,
+        log_append_time=None,
+    )
+    assert produced.transactional
+    assert produced.idempotent
+    assert produced.marker is None
 
 
 def test_offsets_must_run_from_zero():

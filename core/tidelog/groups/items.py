@@ -37,6 +37,9 @@ ASSIGNMENT_SK = "assignment"
 MEMBER_PREFIX = "member#"
 FENCED_PREFIX = "fenced#"
 PENDING_PREFIX = "pending#"
+# Offsets held in an open transaction, under the group's offsets key (tidelog.transactions):
+# a topic's name never holds "~", so they sort after the group's own offsets.
+TXN_OFFSET_PREFIX = "~txn#"
 
 
 def group_pk(group: str) -> str:

@@ -166,7 +166,7 @@ class GroupOffsets:
     ) -> dict[tuple[str, int], Committed]:
         wanted = None if partitions is None else set(partitions)
         out = {}
-        for item in self._meta.query(items.offsets_pk(name)):
+        for item in self._meta.query(items.offsets_pk(name), hi=items.TXN_OFFSET_PREFIX):
             key = (str(item["topic"]), items.int_of(item["partition"]))
             if wanted is not None and key not in wanted:
                 continue

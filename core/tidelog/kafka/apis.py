@@ -32,6 +32,10 @@ class ApiKey(enum.IntEnum):
     DELETE_TOPICS = 20
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    TXN_OFFSET_COMMIT = 28
     DESCRIBE_ACLS = 29
     CREATE_ACLS = 30
     DELETE_ACLS = 31
@@ -50,6 +54,8 @@ class ApiKey(enum.IntEnum):
     ALTER_CLIENT_QUOTAS = 49
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
 
 
 API_VERSIONS = MappingProxyType(
@@ -72,6 +78,10 @@ API_VERSIONS = MappingProxyType(
         ApiKey.DELETE_TOPICS: (1, 6),
         ApiKey.DELETE_RECORDS: (0, 2),
         ApiKey.INIT_PRODUCER_ID: (0, 4),
+        ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+        ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+        ApiKey.END_TXN: (0, 3),
+        ApiKey.TXN_OFFSET_COMMIT: (0, 3),
         ApiKey.DESCRIBE_ACLS: (1, 3),
         ApiKey.CREATE_ACLS: (1, 3),
         ApiKey.DELETE_ACLS: (1, 3),
@@ -90,6 +100,8 @@ API_VERSIONS = MappingProxyType(
         ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
         ApiKey.DESCRIBE_CLUSTER: (0, 1),
         ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+        ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+        ApiKey.LIST_TRANSACTIONS: (0, 1),
     }
 )
 

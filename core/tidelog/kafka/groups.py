@@ -88,8 +88,10 @@ class GroupHandlers:
         return {"throttle_time": 0, **first, "coordinators": found}
 
     def _coordinator_of(self, key: str, key_type: int, shown: Sequence[Node]) -> Answer:
-        here = owner(shown, group_key(key))
-        answer = {
+        """Every agent coordinates every group and transactional id; one is named per key,
+        the same for every client (tidelog.kafka.placement)."""
+        here = owner(shown, group_key(key) if key_type == GROUP_KEY else f"txn:{key}")
+        return {
             "key": key,
             "node_id": here.node_id,
             "host": here.host,
@@ -97,11 +99,6 @@ class GroupHandlers:
             "error_code": NONE,
             "error_message": None,
         }
-        if key_type != GROUP_KEY:
-            # Transactions are refused where they start (InitProducerId), with the same error.
-            error = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
-            answer.update(node_id=-1, host="", port=-1, error_code=code(error))
-        return answer
 
     # JoinGroup ---------------------------------------------------------------------------
 

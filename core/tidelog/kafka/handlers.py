@@ -22,15 +22,21 @@ from tidelog.kafka.groups import GroupHandlers
 from tidelog.kafka.metadata import MetadataHandlers
 from tidelog.kafka.offsets import OffsetHandlers
 from tidelog.kafka.registry import Brokers
+from tidelog.kafka.transactions import TransactionHandlers
 from tidelog.kafka.watcher import HighWatermarkWatcher, Partition
-from tidelog.log.head import OffsetOutOfRangeError, high_watermarks
+from tidelog.log.head import Head, OffsetOutOfRangeError, high_watermarks
 from tidelog.log.read.fetch import PartitionData
 from tidelog.log.read.serve import list_offset
 from tidelog.log.topics import Topic
 from tidelog.log.write.produce import log_append_time, parse_raw
+from tidelog.log.write.producers import InvalidProducerEpochError
+from tidelog.log.write.validate import ProducedBatch
 from tidelog.log.write.writer import AppendRequest
+from tidelog.txn.guard import TxnGuard
+from tidelog.txn.state import ProducerFencedError
 
 EARLIEST, LATEST = -2, -1  # ListOffsets' special timestamps
+READ_COMMITTED = 1  # Fetch's and ListOffsets' isolation_level
 PARTITION_READS = 16
 
 
@@ -46,13 +52,20 @@ class Handlers:
         self.metadata = MetadataHandlers(brokers)
         groups = GroupHandlers(brokers)
         offsets = OffsetHandlers()
+        transactions = TransactionHandlers()
         self._apis: Mapping[ApiKey, Callable[[Request], Answer]] = {
             ApiKey.API_VERSIONS: self.api_versions,
             ApiKey.METADATA: self.metadata.metadata,
             ApiKey.PRODUCE: self.produce,
             ApiKey.FETCH: self.fetch,
             ApiKey.LIST_OFFSETS: self.list_offsets,
-            ApiKey.INIT_PRODUCER_ID: producers.init_producer_id,
+            ApiKey.INIT_PRODUCER_ID: transactions.init_producer_id,
+            ApiKey.ADD_PARTITIONS_TO_TXN: transactions.add_partitions_to_txn,
+            ApiKey.ADD_OFFSETS_TO_TXN: transactions.add_offsets_to_txn,
+            ApiKey.END_TXN: transactions.end_txn,
+            ApiKey.TXN_OFFSET_COMMIT: transactions.txn_offset_commit,
+            ApiKey.DESCRIBE_TRANSACTIONS: transactions.describe_transactions,
+            ApiKey.LIST_TRANSACTIONS: transactions.list_transactions,
             ApiKey.DESCRIBE_PRODUCERS: producers.describe_producers,
             ApiKey.FIND_COORDINATOR: groups.find_coordinator,
             ApiKey.JOIN_GROUP: groups.join_group,
@@ -113,8 +126,7 @@ class Handlers:
         body = request.body
         if request.api_version in LEGACY_PRODUCE:
             return self._refuse_produce(body, "UNSUPPORTED_VERSION")
-        if field(body, "transactional_id") is not None:
-            return self._refuse_produce(body, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED")
+        transactional_id = field(body, "transactional_id")
         now = runtime.clock_ms()
         # A client that closed its connection holds the outcome unknown and may already have
         # sent the batches again (under a new epoch, even): what has not committed yet is
@@ -129,7 +141,8 @@ class Handlers:
                     found = runtime.topic_cache().get(name, index)
                     found.check_partition(index)
                     batches = parse_raw(found, bytes(partition_data.records or b""), now)
-                    asked = AppendRequest(found, index, batches, withdrawn=withdrawn)
+                    guard = _guard(transactional_id, name, index, batches)
+                    asked = AppendRequest(found, index, batches, withdrawn=withdrawn, guard=guard)
                     placed.append((name, index, found, asked))
                 except TidelogError as exc:
                     placed.append((name, index, None, exc))
@@ -175,12 +188,13 @@ class Handlers:
         deadline = time.monotonic() + body.max_wait.total_seconds()
         min_bytes = int(body.min_bytes)
         budget = int(field(body, "max_bytes", 2**31 - 1))
+        committed = int(field(body, "isolation_level", 0)) == READ_COMMITTED
         wanted = [
             (str(t.topic), int(p.partition), int(p.fetch_offset), int(p.partition_max_bytes))
             for t in items(body.topics)
             for p in items(t.partitions)
         ]
-        results = self._fetch_partitions(wanted)
+        results = self._fetch_partitions(wanted, committed)
         while sum(_size(r) for r in results) < min_bytes:
             # Not enough yet: wait for a commit to any partition that had nothing, then read
             # those again; what was already read is kept.
@@ -193,7 +207,7 @@ class Handlers:
             }
             if not waiting or not self._watcher.wait(waiting, deadline):
                 break
-            again = self._fetch_partitions([wanted[i] for i in empty])
+            again = self._fetch_partitions([wanted[i] for i in empty], committed)
             for i, result in zip(empty, again, strict=True):
                 results[i] = result
         answers: dict[str, list[Answer]] = {}
@@ -214,9 +228,12 @@ class Handlers:
                     "partition_index": partition,
                     "error_code": NONE,
                     "high_watermark": result.high_watermark,
-                    "last_stable_offset": result.high_watermark,
+                    "last_stable_offset": result.last_stable_offset,
                     "log_start_offset": result.log_start_offset,
-                    "aborted_transactions": [],
+                    "aborted_transactions": [
+                        {"producer_id": t.producer_id, "first_offset": t.first_offset}
+                        for t in result.aborted
+                    ],
                     "preferred_read_replica": -1,
                     "records": bytes(records),
                 }
@@ -231,14 +248,16 @@ class Handlers:
         }
 
     def _fetch_partitions(
-        self, wanted: Sequence[tuple[str, int, int, int]]
+        self, wanted: Sequence[tuple[str, int, int, int]], committed: bool
     ) -> list[PartitionData | TidelogError]:
         if len(wanted) == 1:
-            return [self._fetch_partition(*wanted[0])]
+            return [self._fetch_partition(*wanted[0], committed=committed)]
         heads = _heads(wanted)
         return list(
             self._partition_reads.map(
-                lambda w: self._fetch_partition(w[0], w[1], w[2], w[3], heads.get((w[0], w[1]))),
+                lambda w: self._fetch_partition(
+                    w[0], w[1], w[2], w[3], heads.get((w[0], w[1])), committed=committed
+                ),
                 wanted,
             )
         )
@@ -249,19 +268,24 @@ class Handlers:
         partition: int,
         offset: int,
         max_bytes: int,
-        head: tuple[int, int] | None = None,
+        head: Head | None = None,
+        *,
+        committed: bool,
     ) -> PartitionData | TidelogError:
         try:
             topic = runtime.topic_cache().get(name, partition)
             topic.check_partition(partition)
             reader = runtime.log_reader()
-            data = reader.fetch(topic.topic_id, partition, offset, max(max_bytes, 1), head)
+            data = reader.fetch(
+                topic.topic_id, partition, offset, max(max_bytes, 1), head, committed=committed
+            )
             # A compacted gap with no batch in reach: read on from where it ends, so a
             # consumer never asks for the same offset forever.
-            while not data.batches and offset < data.next_offset < data.high_watermark:
+            while not data.batches and offset < data.next_offset < data.until:
                 offset = data.next_offset
-                head = (data.log_start_offset, data.high_watermark)
-                data = reader.fetch(topic.topic_id, partition, offset, max(max_bytes, 1), head)
+                data = reader.fetch(
+                    topic.topic_id, partition, offset, max(max_bytes, 1), head, committed=committed
+                )
             return data
         except TidelogError as exc:
             return exc
@@ -292,8 +316,25 @@ class Handlers:
         return {"throttle_time": 0, "topics": topics}
 
 
-def _heads(wanted: Sequence[tuple[str, int, int, int]]) -> dict[tuple[str, int], tuple[int, int]]:
-    """(log start, high watermark) of every partition a fetch names, in one read (BatchGetItem)
+def _guard(
+    transactional_id: str | None, name: str, partition: int, batches: Sequence[ProducedBatch]
+) -> TxnGuard | None:
+    """A transactional produce's guard: its partition must be in its producer's open
+    transaction now (KIP-890 part 1), and still be when it commits."""
+    first = next((b for b in batches if b.transactional), None)
+    if transactional_id is None or first is None:
+        return None  # no transaction; transactional batches alone are refused when planned
+    try:
+        return runtime.transactions().guard(
+            str(transactional_id), first.producer_id, first.producer_epoch, (name, partition)
+        )
+    except ProducerFencedError as exc:
+        # A partition leader answers an old epoch so (Kafka's ProducerStateManager).
+        raise InvalidProducerEpochError(exc.message) from exc
+
+
+def _heads(wanted: Sequence[tuple[str, int, int, int]]) -> dict[tuple[str, int], Head]:
+    """The head of every partition a fetch names, in one read (BatchGetItem)
     rather than one a partition. Partitions it cannot name are left to their own reads, which
     report them."""
     ids: dict[tuple[str, int], Partition] = {}
@@ -304,7 +345,7 @@ def _heads(wanted: Sequence[tuple[str, int, int, int]]) -> dict[tuple[str, int],
                 partition,
             )
     try:
-        found = runtime.log_reader().heads(list(set(ids.values())))
+        found = runtime.log_reader().full_heads(list(set(ids.values())))
     except TidelogError:
         return {}
     return {key: found[at] for key, at in ids.items() if at in found}

@@ -1,29 +1,16 @@
-"""Idempotent producers: InitProducerId hands out ids, DescribeProducers (KIP-664) shows the
-state each partition keeps of them (tidelog.log.write.producers), as Kafka's
+"""Producers as partitions see them: DescribeProducers (KIP-664) shows the state each
+partition keeps of them (tidelog.log.write.producers), as Kafka's
 ProducerStateManager shows its own."""
 
 from __future__ import annotations
 
 from tidelog import runtime
 from tidelog.errors import TidelogError
-from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
+from tidelog.kafka.codec import NONE, Answer, Request, items
 from tidelog.log import keys
+from tidelog.log.head import read_head
 from tidelog.log.topics import Topic
-from tidelog.log.write.producer_ids import allocate_producer_id
 from tidelog.log.write.producers import ProducerState
-
-
-def init_producer_id(request: Request) -> Answer:
-    if field(request.body, "transactional_id") is not None:
-        error = "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
-        return {"throttle_time": 0, "error_code": code(error), "producer_epoch": -1}
-    producer_id, epoch = allocate_producer_id(runtime.metadata_store())
-    return {
-        "throttle_time": 0,
-        "error_code": NONE,
-        "producer_id": producer_id,
-        "producer_epoch": epoch,
-    }
 
 
 def describe_producers(request: Request) -> Answer:
@@ -37,7 +24,13 @@ def describe_producers(request: Request) -> Answer:
                 topic = runtime.topic_cache().get(name, int(index))
                 topic.check_partition(int(index))
                 states = producer_states(topic, int(index))
-                answer.update(error_message=None, active_producers=[_state(s) for s in states])
+                open_txns = read_head(
+                    runtime.metadata_store(), topic.topic_id, int(index)
+                ).open_txns
+                answer.update(
+                    error_message=None,
+                    active_producers=[_state(s, open_txns.get(s.producer_id, -1)) for s in states],
+                )
             except TidelogError as exc:
                 answer.update(
                     error_code=exc.kafka_error.code, error_message=exc.message, active_producers=[]
@@ -55,7 +48,7 @@ def producer_states(topic: Topic, partition: int) -> list[ProducerState]:
     ]
 
 
-def _state(state: ProducerState) -> Answer:
+def _state(state: ProducerState, txn_start_offset: int) -> Answer:
     last = state.batches[-1] if state.batches else None
     return {
         "producer_id": state.producer_id,
@@ -63,5 +56,5 @@ def _state(state: ProducerState) -> Answer:
         "last_sequence": state.last_sequence,
         "last_timestamp": -1 if last is None else last.max_timestamp,
         "coordinator_epoch": -1,
-        "current_txn_start_offset": -1,
+        "current_txn_start_offset": txn_start_offset,
     }

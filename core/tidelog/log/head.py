@@ -1,14 +1,16 @@
-"""A partition's head item: its high watermark (``next_offset``) and log start offset.
+"""A partition's head item: its high watermark (``next_offset``), log start offset, and the
+transactions open in it (producer id -> the offset of its first batch: the last stable offset).
 
-The head is always written whole, compare-and-set on every field it carries, by whoever moves
-it (a commit moves the end; retention and DeleteRecords the start): neither can put back what
-the other moved.
+The head is always written whole, compare-and-set on its offsets, by whoever moves it (a commit
+moves the end; retention and DeleteRecords the start): neither can put back what the other
+moved. The open transactions change only with the end (a transactional batch or a marker is
+appended), so comparing the end covers them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tidelog.errors import TidelogError
 from tidelog.log import keys
@@ -40,12 +42,24 @@ class OffsetOutOfRangeError(TidelogError):
 class Head:
     log_start_offset: int
     next_offset: int  # the high watermark
+    open_txns: Mapping[int, int] = field(default_factory=dict)  # producer id -> first offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Kafka's LSO: the first offset of the earliest open transaction, else the end."""
+        return min(self.open_txns.values(), default=self.next_offset)
 
     @classmethod
     def from_item(cls, item: Mapping[str, object] | None) -> Head | None:
         if item is None:
             return None
-        return cls(int(str(item["log_start_offset"])), int(str(item["next_offset"])))
+        raw = item.get("open_txns")
+        open_txns = (
+            {int(pid): int(str(first)) for pid, first in raw.items()}
+            if isinstance(raw, Mapping)
+            else {}
+        )
+        return cls(int(str(item["log_start_offset"])), int(str(item["next_offset"])), open_txns)
 
 
 def high_watermark(meta: MetadataStore, topic_id: str, partition: int) -> tuple[int, int]:
@@ -58,13 +72,28 @@ def high_watermarks(
     meta: MetadataStore, partitions: Sequence[tuple[str, int]]
 ) -> dict[tuple[str, int], tuple[int, int]]:
     """``high_watermark`` of many partitions (topic id, partition): a hundred heads a call."""
+    return {
+        p: (head.log_start_offset, head.next_offset)
+        for p, head in read_heads(meta, partitions).items()
+    }
+
+
+def read_head(meta: MetadataStore, topic_id: str, partition: int) -> Head:
+    """A partition's head, read strongly consistently; a partition never written to has an
+    empty one."""
+    return Head.from_item(meta.get(keys.log_pk(topic_id, partition), keys.HEAD_SK)) or EMPTY
+
+
+def read_heads(
+    meta: MetadataStore, partitions: Sequence[tuple[str, int]]
+) -> dict[tuple[str, int], Head]:
+    """``read_head`` of many partitions (topic id, partition): a hundred heads a call."""
     pks = {p: keys.log_pk(*p) for p in partitions}
-    heads = meta.get_many([(pk, keys.HEAD_SK) for pk in pks.values()])
-    bounds = {}
-    for p, pk in pks.items():
-        head = Head.from_item(heads.get((pk, keys.HEAD_SK)))
-        bounds[p] = (0, 0) if head is None else (head.log_start_offset, head.next_offset)
-    return bounds
+    items = meta.get_many([(pk, keys.HEAD_SK) for pk in pks.values()])
+    return {p: Head.from_item(items.get((pk, keys.HEAD_SK))) or EMPTY for p, pk in pks.items()}
+
+
+EMPTY = Head(0, 0)
 
 
 def put_head(pk: str, new: Head, old: Head | None) -> Put:
@@ -77,10 +106,12 @@ def put_head(pk: str, new: Head, old: Head | None) -> Put:
             Compare("log_start_offset", "=", old.log_start_offset),
         )
     )
-    item = {
+    item: dict[str, object] = {
         "pk": pk,
         "sk": keys.HEAD_SK,
         "next_offset": new.next_offset,
         "log_start_offset": new.log_start_offset,
     }
+    if new.open_txns:
+        item["open_txns"] = {str(pid): first for pid, first in sorted(new.open_txns.items())}
     return Put(item, condition)

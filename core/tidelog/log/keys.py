@@ -6,6 +6,8 @@ Metadata items (one table, ``pk``/``sk``)::
     ("log#<topic_id>#<partition>", "head")          next offset (high watermark), log start
     ("log#<topic_id>#<partition>", "idx#<offset>")  a committed run of batches: object and range
     ("log#<topic_id>#<partition>", "pid#<id>")      an idempotent producer's last five batches
+    ("log#<topic_id>#<partition>", "abt#<offset>")  an aborted transaction, by its marker's offset
+    ("txn#<shard>", ...)                            transactions' items: tidelog.txn.keys
     ("producers", "next-id")                        the producer id allocator
     ("orphans", <object key>)                       objects written but never committed
     ("gc", "<due ms>#<object key>")                 the delayed deletion queue
@@ -24,7 +26,9 @@ OFFSET_WIDTH = 20  # Kafka's segment file names: 20 digits
 HEAD_SK = "head"
 INDEX_PREFIX = "idx#"
 PRODUCER_PREFIX = "pid#"
+ABORTED_PREFIX = "abt#"
 PRODUCERS_PK = "producers"
+
 ORPHANS_PK = "orphans"
 DUE_PREFIX = "due#"
 DUE_SHARDS = 16  # spreads commits' marks over keys (DynamoDB: ~1,000 writes/s per key)
@@ -57,6 +61,10 @@ def parse_index_sk(sk: str) -> int:
 
 def producer_sk(producer_id: int) -> str:
     return f"{PRODUCER_PREFIX}{producer_id:0{OFFSET_WIDTH}d}"
+
+
+def aborted_sk(marker_offset: int) -> str:
+    return f"{ABORTED_PREFIX}{marker_offset:0{OFFSET_WIDTH}d}"
 
 
 def flush_object_key(written_ms: int, unique: str) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from tidelog.errors import ConflictError, InvalidRequestError, TidelogError
 from tidelog.log import due, garbage, keys
@@ -110,7 +111,7 @@ def _delete_chunk(meta: MetadataStore, pk: str, chunk: Sequence[LogEntry], attem
             raise ValueError(f"{pk} has segments but no head")
         writes: list[Write] = []
         if head.log_start_offset < new_start:
-            writes.append(put_head(pk, Head(new_start, head.next_offset), head))
+            writes.append(put_head(pk, replace(head, log_start_offset=new_start), head))
         # Else DeleteRecords moved the start past them already: only their entries go, each
         # still the object planned (another pass may have deleted or compacted it).
         writes += [
@@ -159,7 +160,7 @@ def delete_records(
             raise OffsetOutOfRangeError(wanted, head.log_start_offset, head.next_offset)
         if wanted <= head.log_start_offset:
             return head.log_start_offset
-        moved = put_head(pk, Head(wanted, head.next_offset), found)
+        moved = put_head(pk, replace(head, log_start_offset=wanted), found)
         try:
             meta.transact([moved, due.active(topic.name, topic.topic_id, partition, now_ms)])
         except ConditionFailedError:

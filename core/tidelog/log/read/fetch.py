@@ -8,7 +8,10 @@ cache, and patches each run batch's 8-byte baseOffset with its committed offset.
 - at least one whole batch, even one larger than ``max_bytes``, so a consumer never stalls;
 - whole batches only after that, while they fit;
 - nothing at or above the high watermark read before the index (a later commit is not seen);
-- an offset below the log start or above the high watermark is OFFSET_OUT_OF_RANGE.
+- an offset below the log start or above the high watermark is OFFSET_OUT_OF_RANGE;
+- read_committed (``committed``): nothing at or above the last stable offset, and the aborted
+  transactions the batches returned overlap (Kafka's FetchIsolation.TXN_COMMITTED), for the
+  client to drop their records.
 """
 
 from __future__ import annotations
@@ -25,12 +28,21 @@ from typing import TypeVar
 from tidelog.errors import RetriableError
 from tidelog.log import keys
 from tidelog.log.entries import LogEntry
-from tidelog.log.head import OffsetOutOfRangeError, high_watermark, high_watermarks
+from tidelog.log.head import (
+    Head,
+    OffsetOutOfRangeError,
+    high_watermark,
+    high_watermarks,
+    read_head,
+    read_heads,
+)
+from tidelog.log.read.aborted import aborted_between
 from tidelog.log.read.cache import ObjectCache
 from tidelog.log.read.indexcache import IndexCache
 from tidelog.log.segment import INDEX_INTERVAL_BYTES, CorruptIndexError, OffsetIndex, TimeIndex
 from tidelog.records import CorruptRecordError, RecordBatch, iter_batches, with_base_offset
 from tidelog.storage import Item, MetadataStore, ObjectNotFoundError, ObjectStore
+from tidelog.txn.stable import AbortedTxn
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +73,14 @@ class PartitionData:
     high_watermark: int
     next_offset: int
     batches: list[FetchedBatch] = field(default_factory=list)
+    last_stable_offset: int = -1  # -1: unknown
+    committed: bool = False  # read_committed: read only below the last stable offset
+    aborted: list[AbortedTxn] = field(default_factory=list)  # read_committed only
+
+    @property
+    def until(self) -> int:
+        """Where this read stops: the last stable offset for read_committed, else the end."""
+        return self.last_stable_offset if self.committed else self.high_watermark
 
     @property
     def size(self) -> int:
@@ -107,6 +127,10 @@ class LogReader:
         self, partitions: Sequence[tuple[str, int]]
     ) -> dict[tuple[str, int], tuple[int, int]]:
         return high_watermarks(self._meta, partitions)
+
+    def full_heads(self, partitions: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Head]:
+        """The heads with their open transactions (the last stable offset)."""
+        return read_heads(self._meta, partitions)
 
     def entries(
         self, topic_id: str, partition: int, offset: int, until: int | None = None
@@ -177,15 +201,16 @@ class LogReader:
         partition: int,
         offset: int,
         max_bytes: int,
-        head: tuple[int, int] | None = None,
+        head: Head | None = None,
+        *,
+        committed: bool = False,
     ) -> PartitionData:
-        """Committed batches from ``offset``. An object that vanished under the read was
-        replaced (rolled, compacted) and collected after a grace period this read outlived:
-        the index now points elsewhere, so the read starts over from it.
+        """Committed batches from ``offset`` (``committed``: read_committed's). An object that
+        vanished under the read was replaced (rolled, compacted) and collected after a grace
+        period this read outlived: the index now points elsewhere, so the read starts over.
 
-        ``head`` is the partition's (log start, high watermark) when the caller read it with
-        others (``heads``, one call for many partitions); a read that starts over reads it
-        again."""
+        ``head`` is the partition's when the caller read it with others (``full_heads``, one
+        call for many partitions); a read that starts over reads it again."""
         heads = iter([head] if head is not None else [])
         return self._replanning(
             keys.log_pk(topic_id, partition),
@@ -194,7 +219,8 @@ class LogReader:
                 partition,
                 offset,
                 max_bytes,
-                next(heads, None) or self.head(topic_id, partition),
+                next(heads, None) or read_head(self._meta, topic_id, partition),
+                committed=committed,
             ),
         )
 
@@ -217,18 +243,30 @@ class LogReader:
         partition: int,
         offset: int,
         max_bytes: int,
-        head: tuple[int, int],
+        head: Head,
+        *,
+        committed: bool,
     ) -> PartitionData:
-        log_start, high_watermark = head
+        log_start, high_watermark = head.log_start_offset, head.next_offset
         if not log_start <= offset <= high_watermark:
             raise OffsetOutOfRangeError(offset, log_start, high_watermark)
-        result = PartitionData(log_start, high_watermark, offset)
-        if offset == high_watermark:
+        result = PartitionData(
+            log_start,
+            high_watermark,
+            offset,
+            last_stable_offset=head.last_stable_offset,
+            committed=committed,
+        )
+        if offset >= result.until:
             return result
-        reads = self._plan(topic_id, partition, offset, high_watermark, max_bytes)
+        reads = self._plan(topic_id, partition, offset, result.until, max_bytes)
         for read, data in zip(reads, self._get_all(reads), strict=True):
             if not self._collect(read, data, result, max_bytes):
                 break
+        if committed and result.batches:
+            result.aborted = aborted_between(
+                self._meta, topic_id, partition, offset, result.next_offset
+            )
         return result
 
     def _plan(
@@ -262,7 +300,7 @@ class LogReader:
                 base = stored.base_offset if entry.is_segment else next_run_offset
                 last = base + stored.last_offset_delta
                 next_run_offset = last + 1
-                if base >= result.high_watermark:
+                if base >= result.until:
                     return False
                 if last < result.next_offset:
                     continue
@@ -277,8 +315,10 @@ class LogReader:
             if position >= entry.end:
                 # The whole entry is read: offsets it covers and holds no batch for (a
                 # compacted segment) are passed over.
-                result.next_offset = max(result.next_offset, entry.last_offset + 1)
-                return result.next_offset < result.high_watermark
+                result.next_offset = min(
+                    max(result.next_offset, entry.last_offset + 1), result.until
+                )
+                return result.next_offset < result.until
             if result.batches:
                 return False  # the planned range ends inside the budget's last batch
             data = self._rest_of_batch(entry, position, data[reader.position :])

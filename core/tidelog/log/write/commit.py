@@ -1,7 +1,8 @@
 """Committing a flush: offsets are assigned here, atomically, or not at all.
 
 For each partition the object holds batches for, the commit reads the partition's head (its
-next offset) and the states of the idempotent producers involved, then plans
+next offset), the states of the idempotent producers involved and the transactional ids its
+transactions' requests name, then plans
 (tidelog.log.write.plan, pure): retried batches keep their original offsets, new ones get the
 next offsets. The plans of a group of partitions are written in one DynamoDB transaction that
 compare-and-sets every head, creates every index item, updates every producer state, marks the
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 
 from tidelog.errors import RetriableError, TidelogError
 from tidelog.log import keys
+from tidelog.log.head import Head
 from tidelog.log.topics import TOPICS_PK, UnknownTopicError
 from tidelog.log.write.plan import AppendResult, PartitionAppend, Plan, plan
 from tidelog.log.write.producers import (
@@ -34,8 +36,11 @@ from tidelog.storage import (
     Put,
     StorageUnavailableError,
     Write,
+    all_of,
 )
 from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
+from tidelog.txn.guard import read_txns
+from tidelog.txn.state import Txn
 
 Sleep = Callable[[float], None]
 
@@ -70,7 +75,7 @@ class Committer:
         # The head each partition had after this process's last commit, or as a conflict
         # reported it. Planning from it skips a read; the commit's compare-and-set still
         # decides, and a stale guess comes back as a conflict carrying the current head.
-        self._heads: dict[tuple[str, int], Mapping[str, object] | None] = {}
+        self._heads: dict[tuple[str, int], Head | None] = {}
         self._heads_lock = threading.Lock()
 
     def commit(
@@ -86,9 +91,13 @@ class Committer:
             if attempt:
                 self._sleep(min(0.2, 0.002 * 2 ** min(attempt, 7)) * (0.5 + self._jitter()))
             plans = []
+            try:
+                txns = self._txns(pending)
+            except StorageUnavailableError:
+                continue
             for append in pending:
                 try:
-                    plans.append(self._plan(append))
+                    plans.append(self._plan(append, txns))
                 except StorageUnavailableError:
                     continue  # read failed: try this partition again next round
                 except TidelogError as exc:
@@ -113,19 +122,28 @@ class Committer:
             results[append.key] = AppendResult(append.partition, error=error)
         return results, progress.referenced
 
-    def _plan(self, append: PartitionAppend) -> Plan:
+    def _txns(self, appends: Sequence[PartitionAppend]) -> Mapping[str, Txn | None]:
+        """Every transactional id the appends' guards name, read strongly, in one call."""
+        guards = list({g for a in appends for g in a.guards.values()})
+        if not guards:
+            return {}
+        return read_txns(self._meta.get_many([g.key for g in guards]), guards)
+
+    def _plan(self, append: PartitionAppend, txns: Mapping[str, Txn | None]) -> Plan:
         pk = keys.log_pk(*append.key)
         with self._heads_lock:
-            known = append.key in self._heads
+            # A marker plans from the head as it is: one that closes nothing writes nothing,
+            # so no compare-and-set would catch a stale guess.
+            known = append.key in self._heads and not append.has_markers
             head = self._heads.get(append.key)
         if not known:
-            head = self._meta.get(pk, keys.HEAD_SK)
+            head = Head.from_item(self._meta.get(pk, keys.HEAD_SK))
         states = {}
         for producer_id in {b.producer_id for b in append.batches if b.idempotent}:
             item = self._meta.get(pk, keys.producer_sk(producer_id))
             if item is not None:
                 states[producer_id] = ProducerState.from_attributes(producer_id, dict(item))
-        return plan(append, head, states)
+        return plan(append, head, states, txns)
 
     def _write(self, plans: list[Plan], object_key: str, progress: _Progress) -> None:
         """Write the plans in transactions; record what committed in ``progress``."""
@@ -174,10 +192,7 @@ class Committer:
         progress.referenced = progress.referenced or bool(p.runs)
         if p.runs:
             with self._heads_lock:
-                self._heads[p.append.key] = {
-                    "next_offset": p.next_offset,
-                    "log_start_offset": int(str(p.head["log_start_offset"])) if p.head else 0,
-                }
+                self._heads[p.append.key] = p.new_head
 
     def _learn_heads(
         self, exc: ConditionFailedError, writes: list[Write], owners: list[Plan | str]
@@ -191,7 +206,7 @@ class Committer:
                     and isinstance(write, Put)
                     and (write.item.get("sk") == keys.HEAD_SK)
                 ):
-                    self._heads[owner.append.key] = exc.current.get(i)
+                    self._heads[owner.append.key] = Head.from_item(exc.current.get(i))
                 elif isinstance(owner, Plan):
                     self._heads.pop(owner.append.key, None)
 
@@ -228,9 +243,22 @@ def _group_writes(group: list[Planned]) -> tuple[list[Write], list[Plan | str]]:
     for topic in topics:
         writes.append(Check(TOPICS_PK, topic.name, Compare("topic_id", "=", topic.topic_id)))
         owners.append(topic.topic_id)
+    checks: dict[tuple[str, str], int] = {}  # a transactional id's check: one per transaction
     for p, plan_writes in group:
-        writes += plan_writes
-        owners += [p] * len(plan_writes)
+        for write in plan_writes:
+            if isinstance(write, Check) and write.key in checks:
+                # Two partitions of one transaction: one check holding both conditions (equal
+                # when both requests were sent in one transaction, as they should be).
+                at = checks[write.key]
+                held = writes[at]
+                assert isinstance(held, Check)
+                if held.condition != write.condition:
+                    writes[at] = Check(*held.key, all_of(held.condition, write.condition))
+                continue
+            if isinstance(write, Check):
+                checks[write.key] = len(writes)
+            writes.append(write)
+            owners.append(p)
     return writes, owners
 
 

@@ -1,15 +1,17 @@
-"""Planning a partition's append, pure: given the head and the producers' states as read,
-which batches are retries (they keep the offsets they were given), which are new (they get the
-next offsets), which are refused (a whole request at a time, the rest of the flush going on),
-and what the commit's transaction must write for it: the head compared and set, an index item
-per run of contiguous stored bytes, the producers' new states, the housekeeping mark and the
-topic's existence checked.
+"""Planning a partition's append, pure: given the head, the producers' states and the
+transactional ids as read, which batches are retries (they keep the offsets they were given),
+which are new (they get the next offsets), which are refused (a whole request at a time, the
+rest of the flush going on), and what the commit's transaction must write for it: the head
+compared and set (its open transactions moved by transactional batches and markers), an index
+item per run of contiguous stored bytes, the producers' new states, an aborted-index item per
+transaction an ABORT marker closes, the transactions' guards checked, the housekeeping mark and
+the topic's existence checked.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tidelog.errors import ConflictError, RetriableError, TidelogError
 from tidelog.log import due, keys
@@ -27,7 +29,11 @@ from tidelog.log.write.producers import (
     new_state,
 )
 from tidelog.log.write.validate import ProducedBatch
+from tidelog.records import InvalidRecordError
 from tidelog.storage import Compare, ItemAbsent, Put, Write
+from tidelog.txn.guard import TxnGuard
+from tidelog.txn.stable import AbortedTxn, Appended, advance, last_stable_offset
+from tidelog.txn.state import InvalidTxnStateError, State, Txn
 
 
 class OffsetMismatchError(ConflictError):
@@ -53,7 +59,8 @@ class PartitionAppend:
     ``requests`` are where each request's batches end in ``batches`` (empty: one request).
     A request's batches are accepted or refused together, and one request's refusal (an
     idempotent producer's bad sequence or epoch) is its own: the others commit. ``withdrawn``
-    requests (by number) are left out: their clients are gone.
+    requests (by number) are left out: their clients are gone. ``guards`` (by request number)
+    are what a transaction's request needs still true of its transactional id.
     """
 
     topic: Topic
@@ -63,10 +70,15 @@ class PartitionAppend:
     expected_offset: int | None = None
     requests: tuple[int, ...] = ()
     withdrawn: frozenset[int] = frozenset()
+    guards: Mapping[int, TxnGuard] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, int]:
         return (self.topic.topic_id, self.partition)
+
+    @property
+    def has_markers(self) -> bool:
+        return any(b.marker is not None for b in self.batches)
 
     @property
     def request_ends(self) -> tuple[int, ...]:
@@ -113,11 +125,14 @@ ProducerStates = dict[int, tuple[ProducerState | None, ProducerState]]
 @dataclass
 class Plan:
     append: PartitionAppend
-    head: Mapping[str, object] | None
+    head: Head | None
     next_offset: int
+    open_txns: dict[int, int] = field(default_factory=dict)
     runs: list[Run] = field(default_factory=list)
     states: ProducerStates = field(default_factory=dict)
     offsets: list[tuple[int, int]] = field(default_factory=list)
+    aborted: list[AbortedTxn] = field(default_factory=list)
+    guards: list[TxnGuard] = field(default_factory=list)
     # A refusal writes nothing: it stands on the producer states as read (strongly
     # consistently), so it needs no condition in the commit.
     refused: dict[int, TidelogError] = field(default_factory=dict)
@@ -126,13 +141,16 @@ class Plan:
     def result(self) -> AppendResult:
         return AppendResult(self.append.partition, tuple(self.offsets), refused=self.refused)
 
+    @property
+    def new_head(self) -> Head:
+        start = self.head.log_start_offset if self.head is not None else 0
+        return Head(start, self.next_offset, dict(self.open_txns))
+
     def writes(self, object_key: str, appended_ms: int) -> list[Write]:
         if not self.runs:
             return []
         pk = keys.log_pk(*self.append.key)
-        head = Head.from_item(self.head)
-        start = head.log_start_offset if head is not None else 0
-        writes: list[Write] = [put_head(pk, Head(start, self.next_offset), head)]
+        writes: list[Write] = [put_head(pk, self.new_head, self.head)]
         for run in self.runs:
             entry = LogEntry(
                 run.base_offset,
@@ -155,6 +173,16 @@ class Plan:
                     condition,
                 )
             )
+        for txn in self.aborted:
+            item = {
+                "pk": pk,
+                "sk": keys.aborted_sk(txn.last_offset),
+                "producer_id": txn.producer_id,
+                "first_offset": txn.first_offset,
+                "last_stable_offset": txn.last_stable_offset,
+            }
+            writes.append(Put(item, ItemAbsent()))
+        writes += [guard.check() for guard in dict.fromkeys(self.guards)]
         return writes
 
 
@@ -164,7 +192,26 @@ class WithdrawnError(RetriableError):
     default_kafka_error = "REQUEST_TIMED_OUT"
 
 
+class TransactionalIdRequiredError(InvalidRecordError):
+    """Transactional batches came without the transactional id they were produced under."""
+
+
+class StaleMarkerError(ConflictError):
+    """A marker for a transaction that is no longer being ended (another writer ended it):
+    nothing to write."""
+
+    default_kafka_error = "INVALID_TXN_STATE"
+
+
+class TransactionOverError(InvalidTxnStateError):
+    """A transactional batch whose transaction ended (or whose producer was fenced) before it
+    could commit: it belongs to no transaction now."""
+
+
 REFUSALS = (
+    TransactionalIdRequiredError,
+    StaleMarkerError,
+    TransactionOverError,
     WithdrawnError,
     OutOfOrderSequenceError,
     SequenceGapError,
@@ -175,32 +222,46 @@ REFUSALS = (
 
 def plan(
     append: PartitionAppend,
-    head: Mapping[str, object] | None,
+    head: Head | None,
     states: Mapping[int, ProducerState],
+    txns: Mapping[str, Txn | None] | None = None,
 ) -> Plan:
-    """Offsets for ``append`` given the partition's head and its producers' states (pure)."""
-    next_offset = int(str(head["next_offset"])) if head else 0
+    """Offsets for ``append`` given the partition's head, its producers' states and the
+    transactional ids its guards name (pure)."""
+    next_offset = head.next_offset if head else 0
     if append.expected_offset is not None and append.expected_offset != next_offset:
         raise OffsetMismatchError(append.expected_offset, next_offset)
-    result = Plan(append, head, next_offset)
+    result = Plan(append, head, next_offset, dict(head.open_txns) if head else {})
     position = append.extent.start
     current: list[int] | None = None  # [base, last, start, end, batches, max_ts]
     first = 0
     for number, end in enumerate(append.request_ends):
         batches = append.batches[first:end]
         first = end
-        before = (result.next_offset, len(result.offsets), len(result.runs), dict(result.states))
+        before = (
+            result.next_offset,
+            len(result.offsets),
+            len(result.runs),
+            dict(result.states),
+            dict(result.open_txns),
+            len(result.aborted),
+        )
         open_run = None if current is None else list(current)
         try:
             if number in append.withdrawn:
                 raise WithdrawnError("the client is gone: its request was withdrawn uncommitted")
+            guard = append.guards.get(number)
+            _check_guard(guard, batches, txns or {})
             current = _plan_request(result, batches, states, position, current)
+            if guard is not None:
+                result.guards.append(guard)
         except REFUSALS as exc:
             # Refused whole, as Kafka refuses a partition's records: undo what its earlier
             # batches planned, and leave its bytes out of every run.
-            result.next_offset, planned, runs, result.states = before
+            result.next_offset, planned, runs, result.states, result.open_txns, aborted = before
             del result.offsets[planned:]
             del result.runs[runs:]
+            del result.aborted[aborted:]
             _close(result, open_run)
             current = None
             result.refused[number] = exc
@@ -208,6 +269,28 @@ def plan(
         position += sum(len(b.data) for b in batches)
     _close(result, current)
     return result
+
+
+def _check_guard(
+    guard: TxnGuard | None, batches: Sequence[ProducedBatch], txns: Mapping[str, Txn | None]
+) -> None:
+    """Refuse a transaction's request whose transaction, as read, is not the one it was sent
+    in (the commit checks the same again, atomically)."""
+    if guard is None:
+        if any(b.transactional for b in batches):
+            raise TransactionalIdRequiredError(
+                "transactional batches must be produced with their transactional id"
+            )
+        return
+    txn = txns.get(guard.transactional_id)
+    if guard.holds(txn):
+        return
+    if guard.state != State.ONGOING:
+        raise StaleMarkerError(f"{guard.transactional_id}'s transaction was ended already")
+    raise TransactionOverError(
+        f"the transaction of {guard.transactional_id!r} this request was sent in is over "
+        "(ended, timed out or fenced)"
+    )
 
 
 def _plan_request(
@@ -223,6 +306,14 @@ def _plan_request(
     forgotten = written = 0
     for batch in batches:
         size = len(batch.data)
+        if batch.marker is not None and batch.producer_id not in result.open_txns:
+            # Nothing of this transaction here (or another writer of the marker was first):
+            # a marker would close nothing.
+            result.offsets.append(REFUSED)
+            _close(result, current)
+            current = None
+            position += size
+            continue
         if batch.idempotent:
             old = states.get(batch.producer_id)
             state = (
@@ -248,6 +339,15 @@ def _plan_request(
         base, last = result.next_offset, result.next_offset + batch.record_count - 1
         result.next_offset = last + 1
         result.offsets.append((base, last))
+        if batch.transactional:
+            result.open_txns, aborted = advance(
+                result.open_txns,
+                [Appended(base, last, batch.producer_id, True, batch.marker)],
+            )
+            result.aborted += [
+                replace(t, last_stable_offset=last_stable_offset(result.open_txns, last + 1))
+                for t in aborted
+            ]
         if batch.idempotent:
             record = BatchRecord(
                 batch.base_sequence, batch.last_sequence, base, last, batch.max_timestamp

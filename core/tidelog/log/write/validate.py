@@ -34,10 +34,13 @@ class ProducedBatch:
     producer_epoch: int
     base_sequence: int
     last_sequence: int
+    transactional: bool = False
+    marker: str | None = None  # a transaction marker's type (COMMIT, ABORT): the log writes those
 
     @property
     def idempotent(self) -> bool:
-        return self.producer_id >= 0
+        """Judged by the producer's sequence; a marker carries none."""
+        return self.producer_id >= 0 and self.marker is None
 
 
 def validate_batches(
@@ -93,8 +96,8 @@ def _validate(
     _check_size(batch, max_message_bytes)
     if batch.is_control_batch:
         raise InvalidRecordError("control batches are written by the log, never produced")
-    if batch.is_transactional:
-        raise InvalidRequestError("transactional batches are not supported by tidelog")
+    if batch.is_transactional and batch.producer_id < 0:
+        raise InvalidRecordError("a transactional batch needs a producer id")
     records = batch.validate()
     if not records:
         raise InvalidRecordError("a produced batch must hold at least one record")
@@ -126,4 +129,5 @@ def _produced(batch: RecordBatch, record_count: int, log_append_time: int | None
         producer_epoch=batch.producer_epoch,
         base_sequence=batch.base_sequence,
         last_sequence=batch.last_sequence,
+        transactional=batch.is_transactional,
     )

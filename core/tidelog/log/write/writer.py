@@ -31,6 +31,7 @@ from tidelog.storage import (
     StorageUnavailableError,
     put_new,
 )
+from tidelog.txn.guard import TxnGuard
 
 log = logging.getLogger(__name__)
 
@@ -38,13 +39,15 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class AppendRequest:
     """``withdrawn``, once set, withdraws the request if it has not committed yet: its client
-    is gone (tidelog.kafka.server)."""
+    is gone (tidelog.kafka.server). ``guard``: a transaction's request commits only while it
+    holds (tidelog.txn.guard)."""
 
     topic: Topic
     partition: int
     batches: Sequence[ProducedBatch]
     expected_offset: int | None = None
     withdrawn: threading.Event | None = None
+    guard: TxnGuard | None = None
 
     @property
     def is_withdrawn(self) -> bool:
@@ -155,6 +158,7 @@ class Writer:
         expected: dict[tuple[str, int], int | None] = {}
         ends: dict[tuple[str, int], list[int]] = {}  # where each request's batches end
         withdrawn: dict[tuple[str, int], list[int]] = {}  # which of them are withdrawn
+        guards: dict[tuple[str, int], dict[int, TxnGuard]] = {}  # and their transactions
         slices = []  # each request's batches within its partition's merged list, and its number
         for request in requests:
             key = (request.topic.topic_id, request.partition)
@@ -165,6 +169,8 @@ class Writer:
             batches.extend(request.batches)
             if request.is_withdrawn:
                 withdrawn.setdefault(key, []).append(len(ends.get(key, [])))
+            if request.guard is not None:
+                guards.setdefault(key, {})[len(ends.get(key, []))] = request.guard
             ends.setdefault(key, []).append(len(batches))
             topics[key] = request.topic
             expected[key] = request.expected_offset
@@ -177,6 +183,7 @@ class Writer:
                 expected[key],
                 tuple(ends[key]),
                 frozenset(withdrawn.get(key, ())),
+                guards.get(key, {}),
             )
             for e in stored.extents
             for key in [(e.topic_id, e.partition)]
