@@ -63,6 +63,10 @@ class Settings:
     transaction_max_timeout_ms: int = 900_000
     """Kafka's transaction.max.timeout.ms: a producer asking for a longer transaction.timeout.ms
     is refused INVALID_TRANSACTION_TIMEOUT (``TIDELOG_TRANSACTION_MAX_TIMEOUT_MS``)."""
+    transaction_cleanup_interval_ms: int = 10_000
+    """How often a long-running host (the agent) aborts transactions open past their timeout:
+    Kafka's transaction.abort.timed.out.transaction.cleanup.interval.ms
+    (``TIDELOG_TRANSACTION_CLEANUP_INTERVAL_MS``)."""
     num_partitions: int = 1
     """Kafka's num.partitions: the partition count of a topic created that way, or by a
     CreateTopics that asks for the default (``TIDELOG_NUM_PARTITIONS``, >= 1)."""
@@ -104,6 +108,9 @@ class Settings:
             auto_create_topics=_one_of(environ, "TIDELOG_AUTO_CREATE_TOPICS", ("true", "false"))
             == "true",
             num_partitions=_at_least_one(environ, "TIDELOG_NUM_PARTITIONS", 1),
+            transaction_cleanup_interval_ms=_at_least_one(
+                environ, "TIDELOG_TRANSACTION_CLEANUP_INTERVAL_MS", 10_000
+            ),
             transaction_max_timeout_ms=_at_least_one(
                 environ, "TIDELOG_TRANSACTION_MAX_TIMEOUT_MS", 900_000
             ),

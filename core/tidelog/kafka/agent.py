@@ -19,6 +19,7 @@ from tidelog import __version__, aws, clusters, collector, malloc, runtime
 from tidelog.kafka.handlers import Handlers
 from tidelog.kafka.registry import Registry
 from tidelog.kafka.server import KafkaServer
+from tidelog.transactions.sweeper import TimeoutSweeper
 
 DEFAULT_PORT = 9092
 
@@ -51,6 +52,10 @@ class Agent:
         self._loop = asyncio.new_event_loop()
         self._thread: threading.Thread | None = None
         self._server: KafkaServer | None = None
+        self._sweeper = TimeoutSweeper(
+            lambda: runtime.transactions().expire(),
+            interval_s=runtime.settings().transaction_cleanup_interval_ms / 1000,
+        )
 
     @property
     def address(self) -> str:
@@ -65,6 +70,7 @@ class Agent:
         self._thread.daemon = True
         self._thread.start()
         self.port = asyncio.run_coroutine_threadsafe(self._listen(), self._loop).result(30)
+        self._sweeper.start()
 
     async def _listen(self) -> int:
         # The port is known only once bound (port 0), and the registry must name it before
@@ -76,6 +82,7 @@ class Agent:
         return port
 
     def stop(self) -> None:
+        self._sweeper.stop()
         if self._server is not None:
             asyncio.run_coroutine_threadsafe(self._server.stop(), self._loop).result(30)
         self._loop.call_soon_threadsafe(self._loop.stop)

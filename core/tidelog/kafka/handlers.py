@@ -294,6 +294,7 @@ class Handlers:
 
     def list_offsets(self, request: Request) -> Answer:
         reader = runtime.log_reader()
+        committed = int(field(request.body, "isolation_level", 0)) == READ_COMMITTED
         topics = []
         for topic_request in items(request.body.topics):
             name = str(topic_request.name)
@@ -307,7 +308,7 @@ class Handlers:
                     if at < EARLIEST:
                         raise _unsupported_timestamp(at)
                     spec = {EARLIEST: "earliest", LATEST: "latest"}.get(at, str(at))
-                    offset, timestamp = list_offset(reader, topic, index, spec)
+                    offset, timestamp = list_offset(reader, topic, index, spec, committed=committed)
                     answer.update(offset=offset, timestamp=timestamp)
                 except TidelogError as exc:
                     answer.update(error_code=exc.kafka_error.code, offset=-1, timestamp=-1)

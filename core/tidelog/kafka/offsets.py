@@ -12,7 +12,8 @@ from tidelog.errors import TidelogError
 from tidelog.groups.coordinator import Coordinator
 from tidelog.groups.model import validate_group_id
 from tidelog.groups.offsets import CommitResult, OffsetCommit
-from tidelog.kafka.codec import NONE, Answer, Request, field, items
+from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
+from tidelog.transactions.offsets import unstable
 
 NO_OFFSET = -1
 
@@ -53,8 +54,12 @@ class OffsetHandlers:
         groups = field(body, "groups")
         if groups is None:  # before v8: one group
             groups = [OffsetFetchGroup(str(body.group_id), body.topics)]
+        stable = bool(field(body, "require_stable", False))
         answers = [
-            {"group_id": str(g.group_id), **self._fetch_offsets(str(g.group_id), g.topics)}
+            {
+                "group_id": str(g.group_id),
+                **self._fetch_offsets(str(g.group_id), g.topics, require_stable=stable),
+            }
             for g in items(groups)
         ]
         # Before v8 the one group's answer is the whole answer; from v8, each in a list.
@@ -86,11 +91,16 @@ class OffsetHandlers:
             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
         }
 
-    def _fetch_offsets(self, name: str, topics: Iterable[Any] | None) -> Answer:
+    def _fetch_offsets(
+        self, name: str, topics: Iterable[Any] | None, *, require_stable: bool
+    ) -> Answer:
         """A group's committed offsets: of the partitions named, or all it has (``topics``
-        null). A partition without one answers offset -1, as Kafka's does."""
+        null). A partition without one answers offset -1, as Kafka's does. Asked for stable
+        offsets (KIP-447), a partition with an offset pending in an open transaction answers
+        UNSTABLE_OFFSET_COMMIT, retriable: the consumer waits for the transaction's end."""
         try:
             committed = self._coordinator().committed(validate_group_id(name))
+            pending = unstable(runtime.metadata_store(), name) if require_stable else set()
         except TidelogError as exc:
             return {"topics": [], "error_code": exc.kafka_error.code}
         if topics is None:
@@ -100,13 +110,14 @@ class OffsetHandlers:
         by_topic: dict[str, list[Answer]] = {}
         for topic, partition in wanted:
             found = committed.get((topic, partition))
+            error = code("UNSTABLE_OFFSET_COMMIT") if (topic, partition) in pending else NONE
             by_topic.setdefault(topic, []).append(
                 {
                     "partition_index": partition,
-                    "committed_offset": NO_OFFSET if found is None else found.offset,
+                    "committed_offset": NO_OFFSET if found is None or error else found.offset,
                     "committed_leader_epoch": -1,
                     "metadata": "" if found is None else found.metadata,
-                    "error_code": NONE,
+                    "error_code": error,
                 }
             )
         return {

@@ -12,7 +12,11 @@ As Kafka's cleaner does, over the rolled segments (never the active one):
   offsets and sequences are preserved; a batch left with no record is dropped (idempotent
   producers' state lives in the metadata table, not in the log, so nothing depends on it);
 - a rewritten segment keeps its offset range and place in the index, so offsets stay
-  contiguous across segments, with gaps inside them.
+  contiguous across segments, with gaps inside them;
+- transactions: only segments wholly below the last stable offset are cleaned; an aborted
+  transaction's batches are dropped and never shadow a key's committed record; a marker is
+  kept for ``delete.retention.ms`` once nothing of its transaction is left before it, then
+  dropped (Kafka's LogCleaner, with its ``CleanedTransactionMetadata``).
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from tidelog.log import garbage, keys
+from tidelog.log.aborted import aborted_between
 from tidelog.log.entries import LogEntry
+from tidelog.log.head import read_head
 from tidelog.log.lifecycle.roll import store_segment
 from tidelog.log.segment import SegmentBuilder, batches_from
 from tidelog.records import Record, RecordBatch, RecordBatchBuilder
@@ -34,6 +40,8 @@ from tidelog.storage import (
     Put,
 )
 from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
+from tidelog.txn.markers import appended
+from tidelog.txn.stable import AbortedTxn, visible
 
 logger = logging.getLogger(__name__)
 
@@ -56,11 +64,13 @@ class Stats:
     skipped: list[str] = field(default_factory=list)
 
 
-def latest_offsets(segments: Sequence[Sequence[RecordBatch]]) -> dict[bytes, int]:
+def latest_offsets(
+    segments: Sequence[Sequence[RecordBatch]], aborted: Sequence[AbortedTxn] = ()
+) -> dict[bytes, int]:
     latest: dict[bytes, int] = {}
     for batches in segments:
         for batch in batches:
-            if batch.is_control_batch:
+            if batch.is_control_batch or not visible(appended(batch), aborted):
                 continue
             for record in batch.records():
                 if record.key is not None:
@@ -74,38 +84,25 @@ def plan(
     *,
     delete_retention_ms: int,
     now_ms: int,
+    aborted: Sequence[AbortedTxn] = (),
 ) -> list[Rewrite]:
-    """Each segment's cleaned batches (pure): ``segments[i]`` holds ``entries[i]``'s batches."""
-    latest = latest_offsets(segments)
+    """Each segment's cleaned batches (pure): ``segments[i]`` holds ``entries[i]``'s batches;
+    ``aborted``, the partition's aborted transactions over them."""
+    cleaner = _Cleaner(latest_offsets(segments, aborted), aborted)
     rewrites = []
     for entry, batches in zip(entries, segments, strict=True):
         horizon = entry.delete_horizon_ms
-        tombstones_due = horizon is not None and horizon <= now_ms
-        kept_tombstone = False
+        due = horizon is not None and horizon <= now_ms
         out: list[bytes] = []
         changed = False
-        removed = 0
+        removed = kept_tombstone = 0
         for batch in batches:
-            if batch.is_control_batch:
-                out.append(bytes(batch.buffer))
-                continue
-            records = batch.records()
-            keep = []
-            for record in records:
-                if record.key is None or latest.get(record.key) != record.offset:
-                    continue
-                if record.value is None:
-                    if tombstones_due:
-                        continue
-                    kept_tombstone = True
-                keep.append(record)
-            if len(keep) == len(records):
-                out.append(bytes(batch.buffer))
-                continue
-            changed = True
-            removed += len(records) - len(keep)
-            if keep:
-                out.append(_rebuild(batch, keep))
+            kept, dropped, tombstones = cleaner.clean(batch, due)
+            kept_tombstone += tombstones
+            changed = changed or kept is None or dropped > 0
+            removed += dropped
+            if kept is not None:
+                out.append(kept)
         new_horizon = None
         if kept_tombstone:
             new_horizon = horizon if horizon is not None else now_ms + delete_retention_ms
@@ -113,6 +110,46 @@ def plan(
             changed = True
         rewrites.append(Rewrite(entry, out, new_horizon, changed, removed))
     return rewrites
+
+
+class _Cleaner:
+    """One batch at a time, in offset order: what of it a cleaned segment keeps."""
+
+    def __init__(self, latest: dict[bytes, int], aborted: Sequence[AbortedTxn]) -> None:
+        self._latest = latest
+        self._aborted = aborted
+        self._open: set[int] = set()  # producers with transactional data kept since a marker
+
+    def clean(self, batch: RecordBatch, due: bool) -> tuple[bytes | None, int, int]:
+        """The batch as kept (None: dropped), the records dropped, and how many of what it
+        keeps wait for the delete horizon (tombstones, markers)."""
+        if batch.is_control_batch:
+            # Needed while data of its transaction is left before it; then kept for
+            # delete.retention.ms, as a tombstone is, for readers part way through.
+            needed = batch.producer_id in self._open
+            self._open.discard(batch.producer_id)
+            if needed or not due:
+                return batch.to_bytes(), 0, int(not needed)
+            return None, batch.record_count, 0
+        if not visible(appended(batch), self._aborted):
+            return None, batch.record_count, 0
+        records = batch.records()
+        keep = []
+        tombstones = 0
+        for record in records:
+            if record.key is None or self._latest.get(record.key) != record.offset:
+                continue
+            if record.value is None:
+                if due:
+                    continue
+                tombstones += 1
+            keep.append(record)
+        if keep and batch.is_transactional:
+            self._open.add(batch.producer_id)
+        if len(keep) == len(records):
+            return batch.to_bytes(), 0, tombstones
+        dropped = len(records) - len(keep)
+        return (_rebuild(batch, keep) if keep else None), dropped, tombstones
 
 
 def _rebuild(batch: RecordBatch, keep: Sequence[Record]) -> bytes:
@@ -154,18 +191,23 @@ def compact(
     index items, each conditional on the segment it replaces. ``max_bytes`` caps what one
     process takes on (None: no cap, for the Spark job)."""
     stats = Stats()
-    segments = [e for e in entries if e.is_segment]
+    stable = read_head(meta, topic_id, partition).last_stable_offset
+    segments = [e for e in entries if e.is_segment and e.last_offset < stable]
     pk = keys.log_pk(topic_id, partition)
     if max_bytes is not None and sum(e.size for e in segments) > max_bytes:
         stats.skipped.append(pk)
         logger.warning("%s is too large to compact in-process; run the Spark job", pk)
         return stats
+    if not segments:
+        return stats
     read = [list(batches_from(objects.get(e.object_key, e.start, e.end))) for e in segments]
-    rewrites = [
-        r
-        for r in plan(segments, read, delete_retention_ms=delete_retention_ms, now_ms=now_ms())
-        if r.changed
-    ]
+    aborted = aborted_between(
+        meta, topic_id, partition, segments[0].base_offset, segments[-1].last_offset + 1
+    )
+    planned = plan(
+        segments, read, delete_retention_ms=delete_retention_ms, now_ms=now_ms(), aborted=aborted
+    )
+    rewrites = [r for r in planned if r.changed]
     writes = []
     for rewrite in rewrites:
         builder = SegmentBuilder(rewrite.entry.base_offset)

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from tidelog.log import due, keys
+from tidelog.log import aborted, due, keys
 from tidelog.log.entries import LogEntry, partition_entries, without_leftovers
 from tidelog.log.head import high_watermark
 from tidelog.log.lifecycle import collect, compaction, retention, roll
@@ -234,6 +234,7 @@ class Housekeeper:
                 )
                 entries = partition_entries(self._meta, tid, partition)
                 log_start, _ = high_watermark(self._meta, tid, partition)
+                aborted.forget_below(self._meta, tid, partition, log_start)
         if "compaction" in jobs and "compact" in policy:
             stats = compaction.compact(
                 self._meta,

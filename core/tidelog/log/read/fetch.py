@@ -27,6 +27,7 @@ from typing import TypeVar
 
 from tidelog.errors import RetriableError
 from tidelog.log import keys
+from tidelog.log.aborted import aborted_between
 from tidelog.log.entries import LogEntry
 from tidelog.log.head import (
     Head,
@@ -36,7 +37,6 @@ from tidelog.log.head import (
     read_head,
     read_heads,
 )
-from tidelog.log.read.aborted import aborted_between
 from tidelog.log.read.cache import ObjectCache
 from tidelog.log.read.indexcache import IndexCache
 from tidelog.log.segment import INDEX_INTERVAL_BYTES, CorruptIndexError, OffsetIndex, TimeIndex

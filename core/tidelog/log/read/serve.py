@@ -153,16 +153,18 @@ def _shape(
     return answers
 
 
-def list_offset(reader: LogReader, topic: Topic, partition: int, at: str) -> tuple[int, int]:
+def list_offset(
+    reader: LogReader, topic: Topic, partition: int, at: str, *, committed: bool = False
+) -> tuple[int, int]:
     """ListOffsets: ``earliest`` (the log start), ``latest`` (the high watermark: "start from
-    right now"), or a timestamp in ms (the first offset whose record is at least that recent).
-    Timestamps answer -1 for earliest and latest, and (-1, -1) when no record is that recent,
-    as Kafka's ListOffsets does."""
-    log_start, high_watermark = reader.head(topic.topic_id, partition)
+    right now"; read_committed's is the last stable offset), or a timestamp in ms (the first
+    offset whose record is at least that recent). Timestamps answer -1 for earliest and
+    latest, and (-1, -1) when no record is that recent, as Kafka's ListOffsets does."""
+    (head,) = reader.full_heads([(topic.topic_id, partition)]).values()
     if at == "earliest":
-        return log_start, -1
+        return head.log_start_offset, -1
     if at == "latest":
-        return high_watermark, -1
+        return (head.last_stable_offset if committed else head.next_offset), -1
     if not (at.isascii() and at.isdigit()):
         raise InvalidRequestError(
             f"at={at!r}: give earliest, latest, or a timestamp in milliseconds"

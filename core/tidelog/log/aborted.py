@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from tidelog.log import keys
-from tidelog.storage import MetadataStore
+from tidelog.storage import Delete, MetadataStore
 from tidelog.txn.stable import AbortedTxn, search_complete
 
 _PAGE = 32
@@ -41,3 +41,15 @@ def from_item(item: Mapping[str, object]) -> AbortedTxn:
         producer_id=int(str(item["producer_id"])),
         last_stable_offset=int(str(item["last_stable_offset"])),
     )
+
+
+def forget_below(meta: MetadataStore, topic_id: str, partition: int, log_start: int) -> int:
+    """Drop the aborted transactions that ended below the log start, as Kafka drops a
+    segment's ``.txnindex`` with it: no fetch can reach them. How many were dropped."""
+    if log_start <= 0:
+        return 0
+    pk = keys.log_pk(topic_id, partition)
+    doomed = list(meta.query(pk, lo=keys.ABORTED_PREFIX, hi=keys.aborted_sk(log_start - 1)))
+    for item in doomed:
+        meta.write(Delete(pk, str(item["sk"])))
+    return len(doomed)
