@@ -63,6 +63,8 @@ class DevProcess:
 FAST_GROUPS = {
     "TIDELOG_INITIAL_REBALANCE_DELAY_MS": "0",
     "TIDELOG_GROUP_MIN_SESSION_TIMEOUT_MS": "200",
+    # Transactions past their timeout are aborted within half a second.
+    "TIDELOG_TRANSACTION_CLEANUP_INTERVAL_MS": "500",
 }
 
 
