@@ -273,21 +273,6 @@ def test_consumers_waiting_for_data_never_hold_up_producers(dev, topic):
             sock.close()
 
 
-def test_a_transactional_producer_is_refused_clearly_and_fatally(dev):
-    request = InitProducerIdRequest[4](
-        transactional_id="payments",
-        transaction_timeout_ms=60_000,
-        producer_id=-1,
-        producer_epoch=-1,
-    )
-    request.with_header(correlation_id=8, client_id="raw")
-    host, port = dev.bootstrap.split(":")
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(bytes(request.encode(header=True, framed=True)))
-        answer = InitProducerIdResponse.decode(_read_frame(sock), version=4, header=True)
-    assert answer.error_code == 53  # TRANSACTIONAL_ID_AUTHORIZATION_FAILED: not retriable
-
-
 def test_an_idempotent_producer_gets_an_id_of_its_own(dev):
     ids = set()
     host, port = dev.bootstrap.split(":")

@@ -196,3 +196,33 @@ def test_a_transaction_past_its_timeout_is_aborted(dev, topic):
         producer.commit_transaction(30)
     assert read_kafka_python(dev, topic, "read_committed") == []
     assert read_kafka_python(dev, topic, "read_uncommitted") == [b"too slow"]
+
+
+def test_kip_664_tools_list_and_describe_an_open_transaction(dev, topic):
+    from kafka.admin import KafkaAdminClient
+
+    tid = txn_id()
+    producer = Producer({"bootstrap.servers": dev.bootstrap, "transactional.id": tid})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"open", partition=1)
+    producer.flush(30)
+    admin = KafkaAdminClient(bootstrap_servers=dev.bootstrap)
+    try:
+        listed = [
+            t for ts in admin.list_transactions(state_filters=["Ongoing"]).values() for t in ts
+        ]
+        (mine,) = [t for t in listed if t.transactional_id == tid]
+        (described,) = admin.describe_transactions([tid]).values()
+        assert described.state.value == "Ongoing"
+        assert described.producer_id == mine.producer_id
+        assert described.topic_partitions == {TopicPartition(topic, 1)}
+        assert described.transaction_start_time_ms > 0
+        states = admin.describe_producers([TopicPartition(topic, 1)])
+        (state,) = next(iter(states.values())).active_producers
+        assert (state.producer_id, state.current_transaction_start_offset) == (mine.producer_id, 0)
+        producer.commit_transaction(30)
+        (described,) = admin.describe_transactions([tid]).values()
+        assert described.state.value == "CompleteCommit"
+    finally:
+        admin.close()

@@ -5,6 +5,7 @@ DescribeTransactions and ListTransactions."""
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from typing import Any
 
@@ -16,9 +17,15 @@ from tidelog.transactions.coordinator import TransactionCoordinator
 from tidelog.transactions.offsets import PendingOffset
 from tidelog.txn.state import Txn
 
+NO_TIME = datetime.datetime.fromtimestamp(-0.001, datetime.UTC)  # encodes as -1
+
 
 def _ms(value: Any) -> int:
     return int(value.total_seconds() * 1000)
+
+
+def _at(ms: int) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
 
 
 class TransactionHandlers:
@@ -226,7 +233,7 @@ def _described(transactional_id: str, txn: Txn | None, error: int) -> Answer:
             "transactional_id": transactional_id,
             "transaction_state": "",
             "transaction_timeout": 0,
-            "transaction_start_time": -1,
+            "transaction_start_time": NO_TIME,
             "producer_id": -1,
             "producer_epoch": -1,
             "topics": [],
@@ -239,7 +246,8 @@ def _described(transactional_id: str, txn: Txn | None, error: int) -> Answer:
         "transactional_id": transactional_id,
         "transaction_state": txn.state.value,
         "transaction_timeout": txn.timeout_ms,
-        "transaction_start_time": txn.started_ms,
+        # -1 when no transaction is open, as Kafka answers (a plain -1 would read as null).
+        "transaction_start_time": _at(txn.started_ms) if txn.started_ms >= 0 else NO_TIME,
         "producer_id": txn.producer_id,
         "producer_epoch": txn.epoch,
         "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
