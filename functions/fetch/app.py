@@ -4,6 +4,10 @@ GET  /v1/topics/{topic}/partitions/{p}/records   records from ?offset= (JSON, or
                                                  with Accept: application/vnd.kafka.record-batch)
 POST /v1/fetch                                   many partitions in one request (multifetch)
 GET  /v1/topics/{topic}/partitions/{p}/offsets   ListOffsets: ?at=earliest|latest|<ms>
+
+Every read takes Kafka's ``isolation``: ``read_committed`` (the default, as librdkafka's) reads
+below the last stable offset and leaves out aborted transactions and markers on the server;
+``read_uncommitted`` reads to the high watermark, aborted records included.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ logger = Logger(service="tidelog-fetch")
 metrics = Metrics(namespace="tidelog", service="fetch")
 
 Encoding = Literal["utf8", "base64"]
+Isolation = Literal["read_committed", "read_uncommitted"]
+READ_COMMITTED: Isolation = "read_committed"
 MaxBytes = Annotated[int, Field(ge=1, le=serve.MAX_FETCH_BYTES), api.INTEGRAL]
 MaxWait = Annotated[int, Field(ge=0, le=serve.MAX_WAIT_MS), api.INTEGRAL]
 
@@ -46,6 +52,7 @@ class FetchedRecord(BaseModel):
 class PartitionRecords(BaseModel):
     records: list[FetchedRecord]
     high_watermark: int
+    last_stable_offset: int
     log_start_offset: int
     next_offset: int
 
@@ -63,6 +70,7 @@ class MultiFetch(api.RequestModel):
     min_bytes: Annotated[int, Field(ge=0), api.INTEGRAL] = 1
     max_bytes: MaxBytes = serve.MAX_FETCH_BYTES
     encoding: Encoding = "utf8"
+    isolation: Isolation = READ_COMMITTED
 
 
 class PartitionResult(BaseModel):
@@ -70,6 +78,7 @@ class PartitionResult(BaseModel):
     partition: int
     records: list[FetchedRecord] | None = None
     high_watermark: int | None = None
+    last_stable_offset: int | None = None
     log_start_offset: int | None = None
     next_offset: int | None = None
     error: str | None = None
@@ -109,11 +118,18 @@ def fetch_records(
     ),
     max_wait_ms: Annotated[int, Query(ge=0, le=serve.MAX_WAIT_MS)] = 0,
     encoding: Annotated[Encoding, Query()] = "utf8",
+    isolation: Annotated[Isolation, Query()] = READ_COMMITTED,
 ) -> Response[Any]:
     found = runtime.topic_cache().get(topic, partition)
     found.check_partition(partition)
     data = serve.fetch_one(
-        runtime.log_reader(), found, partition, offset, max_bytes=max_bytes, max_wait_ms=max_wait_ms
+        runtime.log_reader(),
+        found,
+        partition,
+        offset,
+        max_bytes=max_bytes,
+        max_wait_ms=max_wait_ms,
+        committed=isolation == READ_COMMITTED,
     )
     metrics.add_metric(name="BytesFetched", unit=MetricUnit.Bytes, value=data.size)
     accept = app.current_event.get_header_value("accept", default_value="") or ""
@@ -123,6 +139,7 @@ def fetch_records(
             b"".join(b.data for b in data.batches),
             {
                 "X-High-Watermark": str(data.high_watermark),
+                "X-Last-Stable-Offset": str(data.last_stable_offset),
                 "X-Log-Start-Offset": str(data.log_start_offset),
                 "X-Next-Offset": str(data.next_offset),
             },
@@ -130,6 +147,7 @@ def fetch_records(
     records, next_offset = serve.render_partition(data, offset, encoding)
     fields = {
         "high_watermark": data.high_watermark,
+        "last_stable_offset": data.last_stable_offset,
         "log_start_offset": data.log_start_offset,
         "next_offset": next_offset,
     }
@@ -159,6 +177,7 @@ def multi_fetch(body: MultiFetch) -> Response[str]:
         min_bytes=body.min_bytes,
         max_bytes=body.max_bytes,
         encoding=body.encoding,
+        committed=body.isolation == READ_COMMITTED,
     )
     # The records are rendered as JSON once, where they are measured against the response's
     # limit; the answer is put together around them (MultiFetchResult, checked by the tests).
@@ -181,6 +200,7 @@ def multi_fetch(body: MultiFetch) -> Response[str]:
             topic=want.topic,
             partition=want.partition,
             high_watermark=answer.high_watermark,
+            last_stable_offset=answer.last_stable_offset,
             log_start_offset=answer.log_start_offset,
             next_offset=answer.next_offset,
         )
@@ -197,10 +217,13 @@ def list_offsets(
     topic: api.TopicName,
     partition: int,
     at: Annotated[str, Query(pattern=r"^(earliest|latest|[0-9]{1,19})$")],
+    isolation: Annotated[Isolation, Query()] = READ_COMMITTED,
 ) -> OffsetAnswer:
     found = runtime.topic_cache().get(topic, partition)
     found.check_partition(partition)
-    offset, timestamp = serve.list_offset(runtime.log_reader(), found, partition, at)
+    offset, timestamp = serve.list_offset(
+        runtime.log_reader(), found, partition, at, committed=isolation == READ_COMMITTED
+    )
     return OffsetAnswer(offset=offset, timestamp=timestamp)
 
 

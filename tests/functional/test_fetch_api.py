@@ -52,6 +52,7 @@ def test_records_come_back_at_their_offsets(dev, topic):
     assert fetch(dev, topic, 8)[1] == {
         "records": [],
         "high_watermark": 8,
+        "last_stable_offset": 8,
         "log_start_offset": 0,
         "next_offset": 8,
     }

@@ -128,8 +128,12 @@ class LogReader:
     ) -> dict[tuple[str, int], tuple[int, int]]:
         return high_watermarks(self._meta, partitions)
 
+    def full_head(self, topic_id: str, partition: int) -> Head:
+        """The head with its open transactions (the last stable offset)."""
+        return read_head(self._meta, topic_id, partition)
+
     def full_heads(self, partitions: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Head]:
-        """The heads with their open transactions (the last stable offset)."""
+        """``full_head`` of many partitions, a hundred a call (BatchGetItem)."""
         return read_heads(self._meta, partitions)
 
     def entries(

@@ -8,6 +8,9 @@ response limit.
   UTF-8 names ``base64`` in its error); ``base64`` gives them as base64 text. Control batches are
   skipped, as Kafka's consumers skip them, and so are records before the fetched offset (a batch
   is returned whole).
+- read_committed (``committed``) reads below the last stable offset only, and filters on the
+  server what a Kafka consumer filters itself: an aborted transaction's batches and every
+  marker are left out, JSON and raw alike, leaving gaps in the offsets as compaction does.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from tidelog.errors import InvalidRequestError, TidelogError
 from tidelog.log.read.fetch import FetchedBatch, LogReader, PartitionData, wait_until
 from tidelog.log.topics import Topic, TopicCache
 from tidelog.records import RecordTooLargeError
+from tidelog.txn.markers import appended
+from tidelog.txn.stable import visible
 
 RECORD_BATCH_TYPE = "application/vnd.kafka.record-batch"
 DEFAULT_PARTITION_MAX_BYTES = 1024 * 1024  # Kafka's max.partition.fetch.bytes
@@ -43,13 +48,40 @@ def fetch_one(
     *,
     max_bytes: int,
     max_wait_ms: int,
+    committed: bool = False,
 ) -> PartitionData:
-    data = reader.fetch(topic.topic_id, partition, offset, max_bytes)
+    data = _fetch(reader, topic.topic_id, partition, offset, max_bytes, committed=committed)
     if data.batches or max_wait_ms <= 0:
         return data
     deadline = time.monotonic() + max_wait_ms / 1000
-    wait_until(lambda: reader.head(topic.topic_id, partition)[1] > offset, deadline)
-    return reader.fetch(topic.topic_id, partition, offset, max_bytes)
+    wait_until(
+        lambda: _readable_end(reader, topic.topic_id, partition, committed) > offset, deadline
+    )
+    return _fetch(reader, topic.topic_id, partition, offset, max_bytes, committed=committed)
+
+
+def _fetch(
+    reader: LogReader,
+    topic_id: str,
+    partition: int,
+    offset: int,
+    max_bytes: int,
+    *,
+    committed: bool,
+) -> PartitionData:
+    data = reader.fetch(topic_id, partition, offset, max_bytes, committed=committed)
+    if committed:
+        data.batches = [
+            b
+            for b in data.batches
+            if not b.batch.is_control_batch and visible(appended(b.batch), data.aborted)
+        ]
+    return data
+
+
+def _readable_end(reader: LogReader, topic_id: str, partition: int, committed: bool) -> int:
+    head = reader.full_head(topic_id, partition)
+    return head.last_stable_offset if committed else head.next_offset
 
 
 def render_partition(
@@ -75,6 +107,7 @@ class Answer:
     high_watermark: int
     log_start_offset: int
     next_offset: int
+    last_stable_offset: int
 
 
 _pool = ThreadPoolExecutor(8, thread_name_prefix="tidelog-fetch")
@@ -89,6 +122,7 @@ def fetch_many(
     min_bytes: int,
     max_bytes: int,
     encoding: str,
+    committed: bool = False,
 ) -> list[Answer | TidelogError]:
     """Each partition's answer or error, in request order."""
     deadline = time.monotonic() + max_wait_ms / 1000
@@ -97,7 +131,14 @@ def fetch_many(
         try:
             topic = topics.get(want.topic, want.partition)
             topic.check_partition(want.partition)
-            return reader.fetch(topic.topic_id, want.partition, want.offset, want.max_bytes)
+            return _fetch(
+                reader,
+                topic.topic_id,
+                want.partition,
+                want.offset,
+                want.max_bytes,
+                committed=committed,
+            )
         except TidelogError as exc:
             return exc
 
@@ -148,7 +189,13 @@ def _shape(
         if rendered.cut_at is not None:
             next_offset = rendered.cut_at
         answers.append(
-            Answer(rendered.json, data.high_watermark, data.log_start_offset, next_offset)
+            Answer(
+                rendered.json,
+                data.high_watermark,
+                data.log_start_offset,
+                next_offset,
+                data.last_stable_offset,
+            )
         )
     return answers
 
@@ -160,7 +207,7 @@ def list_offset(
     right now"; read_committed's is the last stable offset), or a timestamp in ms (the first
     offset whose record is at least that recent). Timestamps answer -1 for earliest and
     latest, and (-1, -1) when no record is that recent, as Kafka's ListOffsets does."""
-    (head,) = reader.full_heads([(topic.topic_id, partition)]).values()
+    head = reader.full_head(topic.topic_id, partition)
     if at == "earliest":
         return head.log_start_offset, -1
     if at == "latest":

@@ -22,7 +22,12 @@ from tidelog.log.garbage import record_orphan
 from tidelog.log.head import high_watermark
 from tidelog.log.topics import Topic
 from tidelog.log.write.commit import Committer, Sleep
-from tidelog.log.write.plan import AppendResult, OffsetMismatchError, PartitionAppend
+from tidelog.log.write.plan import (
+    AppendResult,
+    OffsetMismatchError,
+    PartitionAppend,
+    TransactionalIdRequiredError,
+)
 from tidelog.log.write.staging import Recovery, StagingArea, recover
 from tidelog.log.write.validate import ProducedBatch
 from tidelog.storage import (
@@ -125,7 +130,7 @@ class Writer:
     def upload(self, requests: Sequence[AppendRequest]) -> Upload:
         """A flush's first half: its object staged and stored, nothing committed. Uploads may
         overlap; committing them in the order they were made keeps each partition's order."""
-        stale = self._stale_expectations(requests)
+        stale = self._stale_expectations(requests) | _unguarded(requests)
         live = [r for i, r in enumerate(requests) if i not in stale]
         if not live:
             return Upload(self, requests, stale, None)
@@ -238,6 +243,21 @@ class Writer:
             log.warning("could not record orphan %s; staging keeps it", object_key, exc_info=True)
             return
         self._staging.remove(staged)
+
+
+def _unguarded(requests: Sequence[AppendRequest]) -> dict[int, AppendResult]:
+    """Transactional batches produced without their transaction fail before anything is
+    uploaded (the commit refuses them too: tidelog.log.write.plan)."""
+    return {
+        i: AppendResult(
+            r.partition,
+            error=TransactionalIdRequiredError(
+                "transactional batches must be produced with their transactional id"
+            ),
+        )
+        for i, r in enumerate(requests)
+        if r.guard is None and any(b.transactional and b.marker is None for b in r.batches)
+    }
 
 
 def _request_result(partition: AppendResult, start: int, end: int, number: int) -> AppendResult:
