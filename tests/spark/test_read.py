@@ -106,3 +106,39 @@ def test_bad_options_name_the_problem(spark, connection, new_topic):
         load(spark, connection, subscribe=topic, startingOffsets="{oops").collect()
     with pytest.raises(Exception, match="failOnDataLoss is true or false"):
         load(spark, connection, subscribe=topic, failOnDataLoss="maybe").collect()
+
+
+def test_read_committed_by_default_with_marker_gaps(spark, dev, connection, new_topic):
+    """Committed, aborted and still-open transactions (librdkafka's producer) beside plain
+    records: read_committed rows are the plain and committed records only, ending at the last
+    stable offset, whatever gaps markers and aborted batches leave in the offsets (the Kafka
+    source's SPARK-25005); read_uncommitted rows are every data record."""
+    from confluent_kafka import Producer
+
+    topic = new_topic(partitions=1)
+    produce(dev, topic, 0, ["plain-0"])
+    producer = Producer({"bootstrap.servers": dev.bootstrap, "transactional.id": topic})
+    producer.init_transactions(30)
+    for outcome in ("commit", "abort", "commit"):
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce(topic, value=f"{outcome}-{i}".encode(), partition=0)
+        producer.flush(30)
+        if outcome == "commit":
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"open", partition=0)
+    producer.flush(30)
+    produce(dev, topic, 0, ["plain-after-open"])  # past the last stable offset: not yet
+    committed = [r.value.decode() for r in load(spark, connection, subscribe=topic).collect()]
+    assert sorted(committed) == sorted(["plain-0"] + [f"commit-{i}" for i in range(3)] * 2)
+    everything = load(spark, connection, subscribe=topic, isolation="read_uncommitted").collect()
+    assert len(everything) == 1 + 9 + 1 + 1
+    producer.commit_transaction(30)
+    after = {r.value.decode() for r in load(spark, connection, subscribe=topic).collect()}
+    assert {"open", "plain-after-open"} <= after
+    assert not any(v.startswith("abort") for v in after)
+    with pytest.raises(Exception, match="isolation is read_committed or read_uncommitted"):
+        load(spark, connection, subscribe=topic, isolation="serializable").collect()

@@ -255,3 +255,17 @@ def flag(options: Mapping[str, str], name: str, default: bool) -> bool:
     if value.strip().lower() not in ("true", "false"):
         raise OptionError(f"{name} is true or false, not {value!r}")
     return value.strip().lower() == "true"
+
+
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+
+
+def read_committed(options: Mapping[str, str]) -> bool:
+    """``isolation`` (or the Kafka source's ``kafka.isolation.level``): read_committed, the
+    default, reads below each partition's last stable offset and leaves out aborted
+    transactions; read_uncommitted reads to the high watermark."""
+    value = option(options, "isolation") or option(options, "kafka.isolation.level")
+    level = (value or "read_committed").strip().lower()
+    if level not in ISOLATION_LEVELS:
+        raise OptionError(f"isolation is read_committed or read_uncommitted, not {value!r}")
+    return level == "read_committed"

@@ -13,6 +13,7 @@ from tidelog.log.entries import LogEntry
 from tidelog.log.read.fetch import LogReader
 from tidelog.log.topics import Topic
 from tidelog.spark.options import OffsetSpec, OptionError, Subscription
+from tidelog.txn.stable import AbortedTxn
 
 
 class DataLossError(RuntimeError):
@@ -34,10 +35,12 @@ class OffsetRange:
 
 @dataclass(frozen=True)
 class Task:
-    """One Spark task: an offset range and the entries that hold it."""
+    """One Spark task: an offset range and the entries that hold it; read_committed, the
+    aborted transactions over the range (its markers are never rows either)."""
 
     range: OffsetRange
     entries: tuple[LogEntry, ...]
+    aborted: tuple[AbortedTxn, ...] = ()
 
 
 def resolve(
@@ -49,14 +52,18 @@ def resolve(
     *,
     fail_on_data_loss: bool,
     no_match: str = "error",
+    committed: bool = True,
 ) -> list[OffsetRange]:
     """The offset range of every subscribed partition, ``start`` and ``end`` being specs (batch
-    options) or exact offsets (a streaming micro-batch)."""
+    options) or exact offsets (a streaming micro-batch). read_committed (``committed``) ends at
+    the last stable offset: past it, a transaction is still open."""
     sizes = {name: topic.partitions for name, topic in topics.items()}
     ranges = []
     for tp in subscription.partitions(sizes):
         topic = topics[tp[0]]
-        log_start, high_watermark = reader.head(topic.topic_id, tp[1])
+        head = reader.full_head(topic.topic_id, tp[1])
+        log_start = head.log_start_offset
+        high_watermark = head.last_stable_offset if committed else head.next_offset
         bounds = (log_start, high_watermark)
         first = _offset(reader, topic, tp, start, bounds, no_match=no_match)
         last = _offset(reader, topic, tp, end, bounds, no_match="latest")
@@ -126,8 +133,9 @@ def split(ranges: Sequence[OffsetRange], min_partitions: int | None) -> list[Off
     return out
 
 
-def plan(reader: LogReader, ranges: Sequence[OffsetRange]) -> list[Task]:
-    """Each range with the index entries holding its offsets (one lookup per range)."""
+def plan(reader: LogReader, ranges: Sequence[OffsetRange], *, committed: bool = True) -> list[Task]:
+    """Each range with the index entries holding its offsets (one lookup per range), and
+    read_committed, the aborted transactions over it (one more)."""
     tasks = []
     for r in ranges:
         entries = []
@@ -135,7 +143,8 @@ def plan(reader: LogReader, ranges: Sequence[OffsetRange]) -> list[Task]:
             if entry.base_offset >= r.end:
                 break
             entries.append(entry)
-        tasks.append(Task(r, tuple(entries)))
+        aborted = reader.aborted(r.topic_id, r.partition, r.start, r.end) if committed else []
+        tasks.append(Task(r, tuple(entries), tuple(aborted)))
     return tasks
 
 

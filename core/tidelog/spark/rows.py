@@ -13,6 +13,8 @@ from tidelog.log.segment import CorruptIndexError, OffsetIndex
 from tidelog.records import RecordBatch
 from tidelog.spark.planning import Task
 from tidelog.storage import ObjectStore
+from tidelog.txn.markers import appended
+from tidelog.txn.stable import visible
 
 SCHEMA = (
     "key binary, value binary, topic string, partition int, offset long, "
@@ -84,6 +86,8 @@ def _batches(task: Task, objects: ObjectStore) -> Iterator[RecordBatch]:
             if batch.base_offset >= r.end:
                 return
             if batch.last_offset < r.start or batch.is_control_batch:
+                continue
+            if task.aborted and not visible(appended(batch), task.aborted):
                 continue
             yield batch
 

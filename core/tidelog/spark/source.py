@@ -89,6 +89,7 @@ class _Reading:
         self.include_headers = opts.flag(options, "includeHeaders", False)
         self.fail_on_data_loss = opts.flag(options, "failOnDataLoss", True)
         self.min_partitions = opts.positive(options, "minPartitions")
+        self.committed = opts.read_committed(options)
 
     def log(self) -> tuple[LogReader, dict[str, Topic]]:
         meta, objects = stores(self.connection)
@@ -97,7 +98,8 @@ class _Reading:
 
     def tasks(self, ranges: Sequence[OffsetRange]) -> list[_Planned]:
         reader, _ = self.log()
-        return [_Planned(t) for t in plan(reader, split(ranges, self.min_partitions))]
+        planned = plan(reader, split(ranges, self.min_partitions), committed=self.committed)
+        return [_Planned(t) for t in planned]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         if not isinstance(partition, _Planned):
@@ -118,6 +120,7 @@ class BatchReader(_Reading, DataSourceReader):
             fail_on_data_loss=self.fail_on_data_loss,
             no_match=opts.option(self.options, "startingOffsetsByTimestampStrategy", "error")
             or "error",
+            committed=self.committed,
         )
         return self.tasks(ranges)
 
@@ -141,6 +144,7 @@ class StreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow
             opts.starting(self.options, streaming=True),
             opts.OffsetSpec("latest"),
             fail_on_data_loss=self.fail_on_data_loss,
+            committed=self.committed,
         )
         return _offsets({(r.topic, r.partition): r.start for r in ranges})
 
@@ -149,7 +153,10 @@ class StreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow
         sizes = {name: t.partitions for name, t in topics.items()}
         latest = {}
         for topic, partition in self.subscription.partitions(sizes):
-            latest[(topic, partition)] = reader.head(topics[topic].topic_id, partition)[1]
+            head = reader.full_head(topics[topic].topic_id, partition)
+            latest[(topic, partition)] = (
+                head.last_stable_offset if self.committed else head.next_offset
+            )
         return _offsets(latest)
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -176,6 +183,7 @@ class StreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow
             _flat(start),
             _flat(end),
             fail_on_data_loss=self.fail_on_data_loss,
+            committed=self.committed,
         )
         return self.tasks(ranges)
 

@@ -132,6 +132,10 @@ class LogReader:
         """The head with its open transactions (the last stable offset)."""
         return read_head(self._meta, topic_id, partition)
 
+    def aborted(self, topic_id: str, partition: int, start: int, end: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping offsets ``[start, end)``."""
+        return aborted_between(self._meta, topic_id, partition, start, end)
+
     def full_heads(self, partitions: Sequence[tuple[str, int]]) -> dict[tuple[str, int], Head]:
         """``full_head`` of many partitions, a hundred a call (BatchGetItem)."""
         return read_heads(self._meta, partitions)
