@@ -64,6 +64,7 @@ TopicName = Annotated[str, Path(pattern=TOPIC_PATTERN, description="the topic's 
 TopicField = Annotated[str, WithJsonSchema({"type": "string", "pattern": TOPIC_PATTERN})]
 GroupId = Annotated[str, Path(pattern=ID_PATTERN, description="the group id")]
 MemberId = Annotated[str, Path(pattern=ID_PATTERN, description="the member id join answered")]
+TransactionalId = Annotated[str, Path(pattern=ID_PATTERN, description="the transactional id")]
 
 
 class RequestModel(BaseModel):

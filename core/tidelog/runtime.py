@@ -265,7 +265,8 @@ def coordinator() -> Coordinator:
 
 @_once
 def transactions() -> TransactionCoordinator:
-    from tidelog.log.write.producer_ids import allocate_producer_id  # noqa: PLC0415 - see above
+    from tidelog.groups.items import load_group  # noqa: PLC0415 - see above
+    from tidelog.log.write.producer_ids import allocate_producer_id  # noqa: PLC0415
     from tidelog.transactions.coordinator import TransactionCoordinator  # noqa: PLC0415
 
     meta = metadata_store()
@@ -277,7 +278,7 @@ def transactions() -> TransactionCoordinator:
         meta,
         append=append,
         topic=lambda name: topic_cache().get(name),
-        group=lambda name: coordinator().describe(name),
+        group=lambda name: load_group(meta, name),
         clock_ms=clock_ms,
         new_producer_id=lambda: allocate_producer_id(meta)[0],
         max_timeout_ms=settings().transaction_max_timeout_ms,

@@ -26,7 +26,7 @@ from tidelog import api, runtime
 from tidelog.errors import TidelogError
 from tidelog.log import configs as topic_configs
 from tidelog.log.entries import log_sizes
-from tidelog.log.head import high_watermarks
+from tidelog.log.head import read_heads
 from tidelog.log.lifecycle import retention
 from tidelog.log.topics import MAX_PARTITIONS, Topic, UnknownTopicError
 from tidelog.telemetry import Metrics, MetricUnit
@@ -67,6 +67,10 @@ class PartitionOffsets(BaseModel):
     partition: int
     log_start_offset: int
     high_watermark: int
+    # The first offset of the earliest transaction still open, else the high watermark: where
+    # read_committed consumers stop (and what "latest" means to them).
+    last_stable_offset: int
+    open_transactions: int
     # Only when asked (?sizes=true): a query of the partition's index, which producers' and
     # consumers' metadata refreshes should not pay for.
     size_bytes: int | SkipJsonSchema[None] = Field(
@@ -177,14 +181,19 @@ def describe_topic(
             raise
         found = runtime.topic_or_create(topic)
     meta = runtime.metadata_store()
-    bounds = high_watermarks(meta, [(found.topic_id, p) for p in range(found.partitions)])
-    starts = {p: start for (_, p), (start, _) in bounds.items()}
+    heads = read_heads(meta, [(found.topic_id, p) for p in range(found.partitions)])
+    starts = {p: head.log_start_offset for (_, p), head in heads.items()}
     sized = log_sizes(meta, found.topic_id, starts) if sizes else {}
     partitions = [
         PartitionOffsets(
-            partition=p, log_start_offset=start, high_watermark=end, size_bytes=sized.get(p)
+            partition=p,
+            log_start_offset=head.log_start_offset,
+            high_watermark=head.next_offset,
+            last_stable_offset=head.last_stable_offset,
+            open_transactions=len(head.open_txns),
+            size_bytes=sized.get(p),
         )
-        for (_, p), (start, end) in bounds.items()
+        for (_, p), head in heads.items()
     ]
     description = TopicDescription(
         name=found.name,

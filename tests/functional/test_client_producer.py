@@ -12,7 +12,7 @@ import httpx2
 import pytest
 
 from tidelog.client import Admin, Http, Producer
-from tidelog.client.producer import ProducerConfig
+from tidelog.client.producer_config import ProducerConfig
 from tidelog.errors import InvalidRequestError, NotFoundError, RetriableError
 from tidelog.partitioner import partition_for_key
 

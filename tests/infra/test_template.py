@@ -129,20 +129,24 @@ def test_produce_writes_flush_objects_only(resources):
     (s3,) = [s for s in statements if str(s["Action"]).startswith("s3:")]
     assert s3["Action"] == "s3:PutObject"
     assert s3["Resource"] == {"Fn::Sub": "${DataBucket.Arn}/data/flush/*"}
-    (ddb,) = [s for s in statements if s not in (s3,)]
-    assert set(ddb["Action"]) == {
+    by_sid = {s["Sid"]: s for s in statements if s is not s3}
+    assert set(by_sid) == {"CommitOffsets", "CoordinateTransactions", "ReadGroupsForFencing"}
+
+    def keys(sid):
+        return by_sid[sid]["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+
+    assert set(by_sid["CommitOffsets"]["Action"]) == {
         "dynamodb:GetItem",
         "dynamodb:PutItem",
         "dynamodb:Query",
         "dynamodb:ConditionCheckItem",
     }
-    assert ddb["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"] == [
-        "topics",
-        "log#*",
-        "producers",
-        "orphans",
-        "due#*",
-    ]
+    assert keys("CommitOffsets") == ["topics", "log#*", "producers", "orphans", "due#*"]
+    # The transaction coordinator deletes only its own items and pending offsets.
+    assert "dynamodb:DeleteItem" in by_sid["CoordinateTransactions"]["Action"]
+    assert keys("CoordinateTransactions") == ["txn#*", "offsets#*"]
+    assert by_sid["ReadGroupsForFencing"]["Action"] == "dynamodb:Query"
+    assert keys("ReadGroupsForFencing") == ["group#*"]
 
 
 def test_errors_and_throttles_raise_alarms(resources):

@@ -14,6 +14,7 @@ from tidelog.client.consumer import Consumer
 from tidelog.client.errors import AuthorizationError
 from tidelog.client.http import Http
 from tidelog.client.producer import Producer, RecordMetadata
+from tidelog.client.transactional import GroupMetadata, OffsetToCommit
 
 __all__ = [
     "OFFSET_BEGINNING",
@@ -24,8 +25,10 @@ __all__ = [
     "AuthorizationError",
     "Consumer",
     "ConsumerRecord",
+    "GroupMetadata",
     "Http",
     "OffsetAt",
+    "OffsetToCommit",
     "PartitionOffsets",
     "Producer",
     "RecordMetadata",

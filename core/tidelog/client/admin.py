@@ -16,6 +16,8 @@ class PartitionOffsets:
     partition: int
     log_start_offset: int
     high_watermark: int
+    last_stable_offset: int = -1  # where read_committed reads stop: an open transaction
+    open_transactions: int = 0
     size_bytes: int | None = None  # described with sizes=True only
 
     @property

@@ -35,6 +35,7 @@ from tidelog.client.fetching import Fetcher
 from tidelog.client.group_routes import GroupRoutes
 from tidelog.client.http import Http
 from tidelog.client.membership import Membership, Rebalancing, Stable, TopicPartitionKey
+from tidelog.client.transactional import GroupMetadata
 from tidelog.errors import InvalidRequestError, RetriableError, TidelogError
 
 log = logging.getLogger(__name__)
@@ -248,6 +249,14 @@ class Consumer:
         if asynchronous:
             return None
         return future.result()
+
+    def consumer_group_metadata(self) -> GroupMetadata:
+        """The group, member and generation, for a transactional producer's
+        ``send_offsets_to_transaction``: its offsets are fenced by them (KIP-447)."""
+        with self._lock:
+            return GroupMetadata(
+                self.config.group_id, self._member_id or "", self._membership.joined
+            )
 
     def committed(
         self, partitions: Iterable[TopicPartition], timeout: float | None = None

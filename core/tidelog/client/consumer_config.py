@@ -43,6 +43,7 @@ class ConsumerConfig:
     fetch_max_wait_ms: int = 500
     request_timeout_ms: int = 30_000
     retry_backoff_ms: int = 100
+    isolation_level: str = "read_committed"  # librdkafka's default (Java's: read_uncommitted)
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> tuple[ConsumerConfig, dict[str, Any]]:
@@ -51,6 +52,10 @@ class ConsumerConfig:
         if reset is None:
             raise InvalidRequestError(
                 f"auto.offset.reset={parsed.auto_offset_reset!r}: earliest, latest or none"
+            )
+        if parsed.isolation_level not in ("read_committed", "read_uncommitted"):
+            raise InvalidRequestError(
+                f"isolation.level={parsed.isolation_level!r}: read_committed or read_uncommitted"
             )
         strategies = parsed.assignors()
         if not strategies or not set(strategies) <= _STRATEGIES:

@@ -116,6 +116,7 @@ class Fetcher:
             "min_bytes": self._config.fetch_min_bytes,
             "max_bytes": self._config.fetch_max_bytes,
             "encoding": "base64",
+            "isolation": self._config.isolation_level,
         }
         try:
             answer = self._http.post("/v1/fetch", body)
@@ -182,9 +183,12 @@ class Fetcher:
                 ends[topic] = {p.partition: p for p in self._admin.describe_topic(topic).offsets}
             bounds = ends[topic][key[1]]
             wanted = reset if offset is None else offset
-            self.positions[key] = (
-                bounds.log_start_offset if wanted == OFFSET_BEGINNING else bounds.high_watermark
+            latest = (
+                bounds.last_stable_offset
+                if self._config.isolation_level == "read_committed"
+                else bounds.high_watermark
             )
+            self.positions[key] = bounds.log_start_offset if wanted == OFFSET_BEGINNING else latest
 
     def forget(self, partitions: Iterable[TopicPartitionKey]) -> None:
         for key in partitions:

@@ -29,10 +29,11 @@ import httpx2
 from tidelog.client import config as settings
 from tidelog.client.admin import Admin
 from tidelog.client.http import Http
+from tidelog.client.producer_config import ProducerConfig
+from tidelog.client.transactional import TransactionCalls, Transactions
 from tidelog.errors import InvalidRequestError, RetriableError, TidelogError
 from tidelog.partitioner import DefaultPartitioner
 from tidelog.records import RecordBatchBuilder
-from tidelog.records.compression import CODECS
 
 log = logging.getLogger(__name__)
 
@@ -49,44 +50,6 @@ class RecordMetadata:
     partition: int
     offset: int
     timestamp: int
-
-
-@dataclass(frozen=True)
-class ProducerConfig:
-    """Kafka's producer configs, with Kafka's defaults (``linger.ms`` as of Kafka 4.0)."""
-
-    linger_ms: int = 5
-    batch_size: int = 16_384
-    compression_type: str = "none"
-    enable_idempotence: bool = True
-    retries: int = 2_147_483_647
-    delivery_timeout_ms: int = 120_000
-    request_timeout_ms: int = 30_000
-    retry_backoff_ms: int = 100
-    max_request_size: int = 1_048_576
-    buffer_memory: int = 33_554_432
-    max_block_ms: int = 60_000
-    metadata_max_age_ms: int = 300_000
-
-    @classmethod
-    def parse(cls, config: Mapping[str, Any]) -> tuple[ProducerConfig, dict[str, Any]]:
-        """Kafka's keys (``linger.ms``...) into a config, and the connection's own keys
-        (``url``, ``cluster``, ``sign``, ``region``) apart. Unknown keys are an error."""
-        if str(config.get("acks", "all")) not in ("all", "-1"):
-            raise InvalidRequestError(
-                f"acks={config['acks']!r}: tidelog acknowledges only once a batch is committed "
-                "(acks=all); there is no leader-only acknowledgement to ask for"
-            )
-        parsed, connection = settings.parse(
-            cls, config, ignored=("acks", "client.id", "partitioner")
-        )
-        if parsed.compression_type not in CODECS:
-            raise InvalidRequestError(
-                f"compression.type={parsed.compression_type!r}: choose one of {sorted(CODECS)}"
-            )
-        if str(config.get("partitioner", "murmur2_random")) not in ("murmur2_random", "murmur2"):
-            raise InvalidRequestError("partitioner: only murmur2 (Kafka's default) is offered")
-        return parsed, connection
 
 
 @dataclass
@@ -115,7 +78,7 @@ class _Partition:
     sequence: int = 0
 
 
-class Producer:
+class Producer(TransactionCalls):
     def __init__(
         self, config: Mapping[str, Any] | None = None, *, http: Http | None = None, **overrides: Any
     ) -> None:
@@ -127,6 +90,13 @@ class Producer:
         self._http = http or Http(timeout_s=self.config.request_timeout_ms / 1000, **connection)
         self._admin = Admin(http=self._http)
         self._partitioner = DefaultPartitioner(batch_size=self.config.batch_size)
+        self._txn = (
+            Transactions(
+                self._http, self.config.transactional_id, self.config.transaction_timeout_ms
+            )
+            if self.config.transactional_id
+            else None
+        )
         self._partitions: dict[tuple[str, int], _Partition] = {}
         self._counts: dict[str, tuple[int, float]] = {}  # topic -> (partitions, read at)
         self._identity: tuple[int, int] | None = None
@@ -151,7 +121,10 @@ class Producer:
         on_delivery: DeliveryCallback | None = None,
     ) -> Future[RecordMetadata]:
         """Queue a record; the future (and ``on_delivery``, on the producer's thread) tells
-        where it was written, or why it was not."""
+        where it was written, or why it was not. A transactional producer produces inside a
+        transaction only."""
+        if self._txn is not None:
+            self._txn.require_open()
         key_bytes, value_bytes = _bytes(key), _bytes(value)
         pairs = list(headers.items() if isinstance(headers, Mapping) else headers or ())
         header_list = [(str(k), _bytes(v)) for k, v in pairs]
@@ -321,6 +294,8 @@ class Producer:
         error: TidelogError | None = None
         answer: dict[str, Any] = {}
         try:
+            if self._txn is not None:
+                self._txn.add(topic, partition)
             body = self._build(key, batch)
             attempts = 0
             while True:
@@ -363,6 +338,7 @@ class Producer:
                 producer_id=identity[0],
                 producer_epoch=identity[1],
                 base_sequence=sequence,
+                is_transactional=self._txn is not None,
             )
             if identity
             else RecordBatchBuilder(self.config.compression_type)
@@ -379,7 +355,7 @@ class Producer:
             f"/v1/topics/{quote(topic, safe='')}/partitions/{partition}/batches",
             content=body,
             headers={"Content-Type": BATCH_MEDIA_TYPE},
-            params=None if expected_offset is None else {"expected_offset": expected_offset},
+            params=_params(expected_offset, self._txn),
         )
         result: dict[str, Any] = response.json()
         return result
@@ -392,7 +368,9 @@ class Producer:
         error: TidelogError | None,
     ) -> None:
         topic, partition = key
-        if error is not None and batch.identity is not None:
+        if error is not None and self._txn is not None:
+            self._txn.failed(error)  # the transaction can only abort; its abort takes a new epoch
+        elif error is not None and batch.identity is not None:
             # A batch given up leaves a gap in the partition's sequence: start afresh under a
             # new producer id, as Kafka's producer does, so the batches behind it can land.
             with self._lock:
@@ -425,6 +403,16 @@ class Producer:
             self._lock.notify_all()
 
     def _producer_identity(self) -> tuple[int, int]:
+        if self._txn is not None:
+            identity = self._txn.identity
+            if identity is None:
+                raise InvalidRequestError("call init_transactions() first")
+            with self._lock:
+                if identity != self._identity:  # a new epoch: every sequence starts again
+                    self._identity = identity
+                    for state in self._partitions.values():
+                        state.sequence = 0
+                return identity
         with self._lock:
             if self._identity is not None:
                 return self._identity
@@ -467,6 +455,15 @@ def _bytes(value: bytes | str | None) -> bytes | None:
     if value is None or isinstance(value, bytes):
         return value
     return value.encode()
+
+
+def _params(expected_offset: int | None, txn: Transactions | None) -> dict[str, Any] | None:
+    params: dict[str, Any] = {}
+    if expected_offset is not None:
+        params["expected_offset"] = expected_offset
+    if txn is not None:
+        params["transactional_id"] = txn.transactional_id
+    return params or None
 
 
 def _as_error(exc: Exception) -> TidelogError:

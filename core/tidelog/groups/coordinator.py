@@ -132,7 +132,7 @@ class Coordinator:
     # -- reading -------------------------------------------------------------------------
 
     def load(self, name: str) -> Group:
-        return items.group_from_items(name, self._meta.query(items.group_pk(name)))
+        return items.load_group(self._meta, name)
 
     def groups(self) -> list[Group]:
         return [self.load(str(item["sk"])) for item in self._meta.query(items.GROUPS_PK)]

@@ -26,6 +26,7 @@ from tidelog.storage import (
     Item,
     ItemAbsent,
     ItemExists,
+    MetadataStore,
     Put,
     Write,
     all_of,
@@ -254,3 +255,8 @@ def offset_item(name: str, committed: Committed, *, generation: int, member_id: 
         "generation": generation,
         "member_id": member_id,
     }
+
+
+def load_group(meta: MetadataStore, name: str) -> Group:
+    """The group as its items hold it (sessions that ran out not yet removed), read only."""
+    return group_from_items(name, meta.query(group_pk(name)))

@@ -208,7 +208,7 @@ class TransactionCoordinator:
             except Superseded:
                 continue
             self._finish(written)
-            return written
+            return self._store.get(transactional_id) or written
         raise ConcurrentTransactionsError(f"{transactional_id} kept changing; retry")
 
     # -- timeouts ------------------------------------------------------------------------
