@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from tidelog import __version__
-from tidelog.cli import bench, chaos, console, doctor, groups, records, topics
+from tidelog.cli import bench, chaos, console, doctor, groups, records, topics, transactions
 
 
 def _port(name: str, default: int) -> int:
@@ -113,6 +113,7 @@ def parser() -> argparse.ArgumentParser:
     topics.add_commands(commands)
     records.add_commands(commands)
     groups.add_commands(commands)
+    transactions.add_commands(commands)
     bench.add_commands(commands)
     doctor.add_command(commands)
     console.add_command(commands)
@@ -188,6 +189,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "produce": records.run,
     "consume": records.run,
     "group": groups.run,
+    "txn": transactions.run,
     "bench": bench.run,
     "doctor": doctor.run,
     "console": console.run,

@@ -65,6 +65,13 @@ def add_commands(commands: Any) -> None:
     consume.add_argument("-p", "--partition", type=int, action="append", help="only these")
     consume.add_argument("-g", "--group", help="join this group (default: read all partitions)")
     consume.add_argument(
+        "--isolation",
+        choices=("read_committed", "read_uncommitted"),
+        default="read_committed",
+        help="read_committed (default): committed transactions only, up to the last stable "
+        "offset; read_uncommitted: every record, aborted ones too",
+    )
+    consume.add_argument(
         "-f",
         "--format",
         default="text",
@@ -232,7 +239,11 @@ def _consume(args: argparse.Namespace, out: IO[str]) -> None:
     api = connection(args)
     with Admin(**api) as admin:
         described = admin.describe_topic(args.topic)
-        ends = {p.partition: p.high_watermark for p in described.offsets}
+        committed = args.isolation == "read_committed"
+        ends = {
+            p.partition: p.last_stable_offset if committed else p.high_watermark
+            for p in described.offsets
+        }
         partitions = args.partition or sorted(ends)
         if set(partitions) - set(ends):
             raise UsageError(f"{args.topic} has partitions 0-{described.partitions - 1}")
@@ -243,7 +254,8 @@ def _consume(args: argparse.Namespace, out: IO[str]) -> None:
             config = {**api, "group.id": args.group, **_group_reset(args.offset)}
         else:
             config = {**api, "enable.auto.commit": False}
-            starts = _starts(admin, args.topic, described.offsets, partitions, args.offset)
+            starts = _starts(admin, args.topic, ends, described.offsets, partitions, args.offset)
+        config["isolation.level"] = args.isolation
     seen = 0
     with Consumer(config) as consumer:
         if args.group:
@@ -264,15 +276,21 @@ def _consume(args: argparse.Namespace, out: IO[str]) -> None:
                 return
 
 
-def _starts(
-    admin: Any, topic: str, bounds: Iterable[Any], partitions: list[int], offset: str
+def _starts(  # noqa: PLR0917 - the one caller names them all
+    admin: Any,
+    topic: str,
+    ends: Mapping[int, int],
+    bounds: Iterable[Any],
+    partitions: list[int],
+    offset: str,
 ) -> dict[int, int]:
-    """Each partition's first offset for ``-o``, within its log."""
+    """Each partition's first offset for ``-o``, within its log (``ends``: where the
+    isolation level's reads end)."""
     by_partition = {b.partition: b for b in bounds}
     now = time.time_ns() // 1_000_000
     out = {}
     for p in partitions:
-        start, end = by_partition[p].log_start_offset, by_partition[p].high_watermark
+        start, end = by_partition[p].log_start_offset, ends[p]
         if offset in ("start", "beginning", "earliest"):
             out[p] = start
         elif offset in ("end", "latest"):
