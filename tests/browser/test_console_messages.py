@@ -14,6 +14,7 @@ from tests.browser.conftest import api, axe_violations
 from tidelog.partitioner import partition_for_key
 
 T0 = 1_795_000_000_000  # 2026-11-18T11:06:40Z
+RECORDS = "table[aria-label^='Records of']"  # the screen's other table holds the partitions
 
 
 @pytest.fixture
@@ -46,7 +47,7 @@ def topic(dev):
 
 
 def cells(page, column):
-    return page.locator(f"tbody tr td:nth-child({column})").all_inner_texts()
+    return page.locator(f"{RECORDS} tbody tr td:nth-child({column})").all_inner_texts()
 
 
 def test_the_newest_records_of_every_partition_then_one_key(console, page, topic):
@@ -75,8 +76,11 @@ def test_json_hex_base64_offsets_and_times(console, page, topic):
     page.get_by_role("button", name="Read").click()
     page.get_by_role("status").filter(has_text="the key's").wait_for()
     page.get_by_label("Show as").select_option("json")
-    assert json.loads(page.locator("tbody td pre").inner_text()) == {"b": [1, 2], "a": "x"}
-    assert "\n" in page.locator("tbody td pre").inner_text()  # pretty, not one line
+    assert json.loads(page.locator(f"{RECORDS} tbody td pre").inner_text()) == {
+        "b": [1, 2],
+        "a": "x",
+    }
+    assert "\n" in page.locator(f"{RECORDS} tbody td pre").inner_text()  # pretty, not one line
     assert cells(page, 6) == ["source=web"]
 
     page.get_by_label("Key").fill("")
@@ -110,7 +114,7 @@ def test_copy_a_record_as_a_command_and_follow_new_ones(dev, console, browser, t
     try:
         page.goto(f"{console}#/topics/{topic}")
         page.get_by_role("status").filter(has_text="records from").wait_for()
-        first = page.locator("tbody tr").first
+        first = page.locator(f"{RECORDS} tbody tr").first
         partition, offset = (
             first.locator("td").nth(0).inner_text(),
             first.locator("td").nth(1).inner_text(),
@@ -123,7 +127,7 @@ def test_copy_a_record_as_a_command_and_follow_new_ones(dev, console, browser, t
         page.get_by_label("Follow new records").check()
         page.get_by_role("status").filter(has_text="records from").wait_for()
         api(dev, "POST", f"/v1/topics/{topic}/records", {"records": [{"value": "fresh"}]})
-        page.locator("tbody td", has_text="fresh").wait_for(timeout=15_000)
+        page.locator(f"{RECORDS} tbody td", has_text="fresh").wait_for(timeout=15_000)
         page.get_by_label("Follow new records").uncheck()
     finally:
         context.close()
@@ -182,10 +186,35 @@ def test_a_large_partition_is_read_page_by_page_skipping_nothing(dev, console, p
     for expected in (500, 500, 200):
         status = page.get_by_role("status").filter(has_text=f"{expected} records from")
         status.wait_for()
-        assert page.locator("tbody tr").count() == expected  # never more than a page drawn
+        assert (
+            page.locator(f"{RECORDS} tbody tr").count() == expected
+        )  # never more than a page drawn
         seen += cells(page, 5)
         if expected == 500:
             assert "Next page" in status.inner_text()
             page.get_by_role("button", name="Next page").click()
     assert page.get_by_role("button", name="Next page").is_hidden()
     assert seen == [f"r{i}" for i in range(1_200)]  # in time order, none skipped or repeated
+
+
+def test_each_partitions_last_stable_offset_and_open_transactions(console, page, dev):
+    from confluent_kafka import Producer
+
+    name = f"txn-{uuid.uuid4().hex[:6]}"
+    api(dev, "POST", "/v1/topics", {"name": name, "partitions": 2})
+    api(dev, "POST", f"/v1/topics/{name}/records", {"records": [{"value": "a", "partition": 1}]})
+    producer = Producer({"bootstrap.servers": dev.bootstrap, "transactional.id": name})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(name, value=b"pending", partition=1)
+    producer.flush(30)
+    api(dev, "POST", f"/v1/topics/{name}/records", {"records": [{"value": "b", "partition": 1}]})
+    page.goto(f"{console}#/topics/{name}")
+    table = page.get_by_role("table", name=f"Partitions of {name}")
+    rows = table.locator("tbody tr")
+    rows.first.wait_for()
+    assert rows.nth(1).locator("td").all_inner_texts() == ["1", "0", "1", "3", "1"]
+    page.get_by_role("status").filter(has_text="records from").wait_for()
+    assert cells(page, 5) == ["a"]  # read_committed: the open transaction holds "b" back
+    producer.abort_transaction(30)
+    assert axe_violations(page) == []

@@ -77,7 +77,8 @@ async function startOffsets(topic, partitions, how, start) {
   const bounds = new Map(described.partitions.map((p) => [p.partition, p]));
   const starts = new Map();
   for (const partition of partitions) {
-    const { log_start_offset: first, high_watermark: end } = bounds.get(partition);
+    // The console reads read_committed (the API's default): its end is the last stable offset.
+    const { log_start_offset: first, last_stable_offset: end } = bounds.get(partition);
     if (how === "newest") {
       starts.set(partition, Math.max(first, end - start));
     } else if (how === "offset") {
@@ -88,7 +89,19 @@ async function startOffsets(topic, partitions, how, start) {
       starts.set(partition, found.offset < 0 ? end : found.offset);
     }
   }
-  return { starts, ends: new Map([...bounds].map(([p, b]) => [p, b.high_watermark])) };
+  return { starts, ends: new Map([...bounds].map(([p, b]) => [p, b.last_stable_offset])) };
+}
+
+// Each partition's bounds: where its log starts, where read_committed reads stop (the first
+// offset of its earliest open transaction), its end, and its open transactions.
+function offsetsTable(topic, partitions) {
+  const head = element("tr", {}, ...["Partition", "Log start", "Last stable", "High watermark",
+    "Open transactions"].map((name) => element("th", { scope: "col" }, name)));
+  const rows = partitions.map((p) => element("tr", {},
+    ...[p.partition, p.log_start_offset, p.last_stable_offset, p.high_watermark,
+      p.open_transactions].map((value) => element("td", { class: "number" }, String(value)))));
+  return element("table", { "aria-label": `Partitions of ${topic}` },
+    element("thead", {}, head), element("tbody", {}, ...rows));
 }
 
 // One fetch from every position, at most PAGE_BYTES; the positions move past what came.
@@ -145,7 +158,8 @@ class MessagesScreen {
     }
     this.ids = partitions.map((p) => p.partition);
     this.build();
-    this.screen.append(adminForms(this.topic, this.ids.length, () => this.open()));
+    this.screen.append(offsetsTable(this.topic, partitions),
+      adminForms(this.topic, this.ids.length, () => this.open()));
     this.form.requestSubmit();
   }
 
