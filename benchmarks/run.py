@@ -25,6 +25,7 @@ from benchmarks import (
     produce,
     scale,
     spark,
+    transactions,
 )
 
 MODULES = [
@@ -38,6 +39,7 @@ MODULES = [
     groups,
     kafka,
     admin,
+    transactions,
     client,
     console,
     spark,

@@ -1,5 +1,6 @@
 """The proof under faults, in every `make test`: a 60-second chaos run (tidelog.chaos) with a
-fixed seed and every kind of fault, whose whole history must hold no anomaly. `make chaos` runs
+fixed seed and every kind of fault, plain and transactional workloads, whose whole history must
+hold no anomaly. `make chaos` runs
 the long ones (docs/reliability.md)."""
 
 from __future__ import annotations
@@ -43,3 +44,8 @@ def test_a_minute_of_faults_loses_duplicates_and_reorders_nothing(tmp_path):
     assert struck >= set(nemesis.FAULTS)
     assert FaultFile.injected(tmp_path / "faults.json") > 0  # the storage faults did strike
     assert summary["counts"].get("commit:ok", 0) > 0  # the group made progress
+    # The transactional workload ran through the faults, and was read read_committed.
+    # (A transaction is a dozen round trips to the one emulator the whole run shares.)
+    assert summary["counts"].get("txn:ok", 0) >= 10
+    assert summary["counts"].get("txn-poll:ok", 0) > 0
+    assert summary["counts"].get("txn-read:ok", 0) == 6  # 3 partitions, Kafka and HTTP

@@ -22,8 +22,8 @@ kinds, and what tidelog promises that makes each one a bug (docs/reliability.md)
 
 ``unseen-but-present`` is informational: sends of unknown outcome that were written.
 
-Transactions will add G1a (aborted reads), G0/G1c (cycles) and reads of one's own uncommitted
-writes as further checks over the same facts.
+The transactional workload's anomalies (aborted reads, lost commits, torn transactions...)
+are checked over its own topic's operations: tidelog.chaos.txncheck.
 """
 
 from __future__ import annotations
@@ -36,17 +36,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tidelog.chaos.anomaly import EXAMPLES, Anomaly
 from tidelog.chaos.history import Op, by_process
-
-EXAMPLES = 8  # per anomaly kind, in the report
+from tidelog.chaos.txncheck import check_transactions
 
 Location = tuple[int, int]  # (partition, offset)
-
-
-@dataclass(frozen=True)
-class Anomaly:
-    kind: str
-    detail: Mapping[str, Any]
 
 
 @dataclass
@@ -375,6 +369,8 @@ def check(ops: Sequence[Op], checks: Sequence[Check] = CHECKS) -> Result:
     for run in checks:
         for anomaly in run(facts):
             anomalies[anomaly.kind].append(anomaly)
+    for kind, found in check_transactions(ops).items():
+        anomalies[kind] += found
     counts = Counter(f"{op.f}:{op.type}" for op in ops if op.type != "invoke" and op.f != "send")
     counts.update(f"send:{outcome}" for outcome in facts.sends.values())  # unfinished: info
     where = facts.in_log

@@ -9,7 +9,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tidelog.chaos.checker import Anomaly, check
+from tidelog.chaos.anomaly import Anomaly
+from tidelog.chaos.checker import check
 from tidelog.chaos.history import Op, read_history
 from tidelog.chaos.nemesis import FAULTS
 from tidelog.storage.faults import FaultFile

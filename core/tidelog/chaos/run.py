@@ -30,6 +30,9 @@ from tidelog.storage.faults import FaultFile
 TOPIC = "chaos"
 GROUP = "chaos-readers"
 PARTITIONS = 6
+TXN_TOPIC = "chaos-txn"  # the transactional workload's, apart: its markers take offsets
+TXN_PARTITIONS = 3
+TXN_PRODUCERS = (("txn0", 4.0), ("txn1", 4.0))  # name, transactions a second
 STANDALONE_AGENTS = 2  # beside the dev stack's own: three in all
 # Housekeeping races the workload: every schedule 60 times faster, rolls of objects older
 # than 15 s (longer than any request lives here: a pause is 8 s), collection after 30 s.
@@ -141,6 +144,7 @@ class Cluster:
 
         with Http(self.api_url, timeout_s=30) as http:
             http.post("/v1/topics", {"name": TOPIC, "partitions": PARTITIONS})
+            http.post("/v1/topics", {"name": TXN_TOPIC, "partitions": TXN_PARTITIONS})
         self.agent_ports = [free_port() for _ in range(STANDALONE_AGENTS)]
         self.agents: list[Process | None] = [None] * STANDALONE_AGENTS
         self.lock = threading.Lock()
@@ -210,18 +214,26 @@ class Workload:
         self.histories.mkdir(parents=True, exist_ok=True)
         self.logs = out / "logs"
         self.producers = [self.start(role, name, rate=rate) for role, name, rate in PRODUCERS]
-        self.consumers = [self.start("assign-consumer", "a0")]
+        self.producers += [
+            self.start("txn-producer", name, rate=rate, topic=TXN_TOPIC)
+            for name, rate in TXN_PRODUCERS
+        ]
+        self.consumers = [
+            self.start("assign-consumer", "a0"),
+            self.start("committed-consumer", "c0", topic=TXN_TOPIC),
+        ]
         self.members = [self.start("group-consumer", f"g{i}") for i in range(GROUP_MEMBERS)]
         self._members_started = GROUP_MEMBERS
         self.lock = threading.Lock()
 
-    def start(self, role: str, name: str, rate: float = 0.0) -> Process:
+    def start(self, role: str, name: str, rate: float = 0.0, topic: str = TOPIC) -> Process:
+        partitions = TXN_PARTITIONS if topic == TXN_TOPIC else PARTITIONS
         command = [
             *("nice", "-n", CLIENT_NICENESS),
             *(sys.executable, "-m", "tidelog.chaos.workers", role, "--name", name),
-            *("--history", str(self.histories / f"{name}.jsonl"), "--topic", TOPIC),
+            *("--history", str(self.histories / f"{name}.jsonl"), "--topic", topic),
             *("--bootstrap", self.cluster.bootstrap, "--api", self.cluster.api_url),
-            *("--partitions", str(PARTITIONS), "--rate", str(rate), "--group", GROUP),
+            *("--partitions", str(partitions), "--rate", str(rate), "--group", GROUP),
         ]
         return Process(command, dict(os.environ), self.logs / f"{name}.log")
 
@@ -368,6 +380,53 @@ def final_reads(cluster: Cluster, history: HistoryWriter) -> None:
         consumer.close()
 
 
+def final_committed_reads(cluster: Cluster, history: HistoryWriter) -> None:
+    """The transactional topic read_committed to its last stable offset, over HTTP (filtered
+    on the server) and over Kafka (filtered by kafka-python)."""
+    from kafka import KafkaConsumer, TopicPartition  # noqa: PLC0415 - extra: chaos
+    from tidelog.client import Http  # noqa: PLC0415 - extra: client
+
+    with Http(cluster.api_url, timeout_s=30) as http:
+        # Every producer has stopped: any end still unfinished (its agent killed while
+        # writing markers) is finished by the timeout sweep within seconds.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            bounds = http.get(f"/v1/topics/{TXN_TOPIC}")["partitions"]
+            if all(p["last_stable_offset"] == p["high_watermark"] for p in bounds):
+                break
+            time.sleep(1)
+        for partition in range(TXN_PARTITIONS):
+            records: list[list[Any]] = []
+            offset = 0
+            while True:
+                path = f"/v1/topics/{TXN_TOPIC}/partitions/{partition}/records"
+                answer = http.get(path, offset=offset, isolation="read_committed")
+                records += [[r["offset"], r["value"]] for r in answer["records"]]
+                offset = int(answer["next_offset"])
+                if offset >= int(answer["last_stable_offset"]):
+                    break
+            history.record("ok", "txn-read", reader="http", partition=partition, records=records)
+    consumer = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap.split(","),
+        enable_auto_commit=False,
+        isolation_level="read_committed",
+    )
+    try:
+        for partition in range(TXN_PARTITIONS):
+            where = TopicPartition(TXN_TOPIC, partition)
+            consumer.assign([where])
+            consumer.seek_to_beginning(where)
+            end = consumer.end_offsets([where])[where]  # the last stable offset
+            read: list[list[Any]] = []
+            deadline = time.monotonic() + 120
+            while consumer.position(where) < end and time.monotonic() < deadline:
+                for batch in consumer.poll(1000, max_records=5000).values():
+                    read += [[m.offset, m.value.decode()] for m in batch if m.offset < end]
+            history.record("ok", "txn-read", reader="kafka", partition=partition, records=read)
+    finally:
+        consumer.close()
+
+
 def run(options: RunOptions) -> Result:
     out = options.out
     (out / "logs").mkdir(parents=True, exist_ok=True)
@@ -401,6 +460,7 @@ def run(options: RunOptions) -> Result:
         workload.stop_consumers()
         options.progress("final read")
         final_reads(cluster, final)
+        final_committed_reads(cluster, final)
         control.close()
         final.close()
     finally:

@@ -6,7 +6,8 @@ every operation in its own history file (tidelog.chaos.history).
 Roles: ``rdkafka-producer`` (confluent-kafka: librdkafka, idempotent, at its defaults),
 ``kafka-python-producer`` (idempotent), ``http-producer`` (tidelog.client over the HTTP API),
 ``assign-consumer`` (librdkafka, every partition from the start) and ``group-consumer``
-(librdkafka, subscribed, committing after processing each poll). SIGTERM ends a worker:
+(librdkafka, subscribed, committing after processing each poll); and the transactional ones,
+``txn-producer`` and ``committed-consumer`` (tidelog.chaos.txnworkers). SIGTERM ends a worker:
 a producer flushes what it has queued first. What a producer never heard about stays an
 unfinished ``invoke``, which the checker counts as unknown.
 """
@@ -246,8 +247,11 @@ ROLES: dict[str, Callable[[Worker], None]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    from tidelog.chaos.txnworkers import committed_consumer, txn_producer  # noqa: PLC0415
+
+    roles = {**ROLES, "txn-producer": txn_producer, "committed-consumer": committed_consumer}
     parser = argparse.ArgumentParser(prog="python -m tidelog.chaos.workers")
-    parser.add_argument("role", choices=sorted(ROLES))
+    parser.add_argument("role", choices=sorted(roles))
     parser.add_argument("--name", required=True)
     parser.add_argument("--history", required=True)
     parser.add_argument("--topic", required=True)
@@ -261,7 +265,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     worker = Worker(options)
     try:
-        ROLES[options.role](worker)
+        roles[options.role](worker)
     finally:
         worker.history.close()
 

@@ -17,6 +17,7 @@ import urllib.request
 
 from tidelog import __version__, aws, clusters, collector, malloc, runtime
 from tidelog.kafka.handlers import Handlers
+from tidelog.kafka.placement import owner, txn_key
 from tidelog.kafka.registry import Registry
 from tidelog.kafka.server import KafkaServer
 from tidelog.transactions.sweeper import TimeoutSweeper
@@ -53,9 +54,13 @@ class Agent:
         self._thread: threading.Thread | None = None
         self._server: KafkaServer | None = None
         self._sweeper = TimeoutSweeper(
-            lambda: runtime.transactions().expire(),
+            lambda: runtime.transactions().expire(mine=self._coordinates),
             interval_s=runtime.settings().transaction_cleanup_interval_ms / 1000,
         )
+
+    def _coordinates(self, transactional_id: str) -> bool:
+        """Whether FindCoordinator sends this id's clients here (among every live agent)."""
+        return owner(self.registry.live(), txn_key(transactional_id)) == self.registry.me
 
     @property
     def address(self) -> str:

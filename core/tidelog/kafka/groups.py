@@ -44,7 +44,7 @@ from tidelog.kafka.consumer_protocol import (
     write_subscription,
 )
 from tidelog.kafka.node import Node
-from tidelog.kafka.placement import client_zone, group_key, owner, visible
+from tidelog.kafka.placement import client_zone, group_key, owner, txn_key, visible
 from tidelog.kafka.registry import Brokers
 
 _R = TypeVar("_R")
@@ -90,7 +90,7 @@ class GroupHandlers:
     def _coordinator_of(self, key: str, key_type: int, shown: Sequence[Node]) -> Answer:
         """Every agent coordinates every group and transactional id; one is named per key,
         the same for every client (tidelog.kafka.placement)."""
-        here = owner(shown, group_key(key) if key_type == GROUP_KEY else f"txn:{key}")
+        here = owner(shown, group_key(key) if key_type == GROUP_KEY else txn_key(key))
         return {
             "key": key,
             "node_id": here.node_id,

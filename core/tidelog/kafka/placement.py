@@ -53,6 +53,10 @@ def group_key(group: str) -> str:
     return f"group:{group}"
 
 
+def txn_key(transactional_id: str) -> str:
+    return f"txn:{transactional_id}"
+
+
 def _score(node_id: int, key: str) -> int:
     digest = hashlib.blake2b(f"{node_id}\x00{key}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big")

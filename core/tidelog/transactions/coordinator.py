@@ -33,7 +33,7 @@ from tidelog.storage import ConditionFailedError, MetadataStore
 from tidelog.transactions import offsets
 from tidelog.transactions.offsets import PendingOffset
 from tidelog.transactions.store import Superseded, TxnStore
-from tidelog.txn import state
+from tidelog.txn import keys, state
 from tidelog.txn.guard import TxnGuard
 from tidelog.txn.markers import marker_batch
 from tidelog.txn.state import (
@@ -104,7 +104,9 @@ class TransactionCoordinator:
                 assert current is not None
                 return current
             try:
-                written = self._store.put(current, transition.txn)
+                written = self._store.put(
+                    current, transition.txn, finish_by_ms=self._finish_by(transition.txn)
+                )
             except Superseded:
                 continue
             if not transition.fenced:
@@ -203,8 +205,9 @@ class TransactionCoordinator:
             txn = self.describe(transactional_id)
             if txn.state != State.ONGOING:
                 raise InvalidTxnStateError(f"{transactional_id} has no open transaction")
+            fenced = state.fence(txn, self._clock_ms())
             try:
-                written = self._store.put(txn, state.fence(txn, self._clock_ms()))
+                written = self._store.put(txn, fenced, finish_by_ms=self._finish_by(fenced))
             except Superseded:
                 continue
             self._finish(written)
@@ -213,12 +216,17 @@ class TransactionCoordinator:
 
     # -- timeouts ------------------------------------------------------------------------
 
-    def expire(self) -> int:
+    def expire(self, mine: Callable[[str], bool] = lambda _: True) -> int:
         """Abort every transaction open past its timeout, fencing its producer, and finish
-        every decision left unfinished; the number of transactions ended."""
+        every decision left unfinished; the number of transactions ended. ``mine``: the
+        transactional ids this host coordinates. Their clients' requests, and so the clock
+        that stamped their start, are this host's: another host's clock, running ahead, would
+        abort a transaction early."""
         now = self._clock_ms()
         ended = 0
         for transactional_id, due_sk in list(self._store.due(now)):
+            if not mine(transactional_id):
+                continue
             txn = self._store.get(transactional_id)
             try:
                 if txn is not None and txn.state.preparing:
@@ -227,14 +235,24 @@ class TransactionCoordinator:
                 elif txn is not None:
                     transition = state.timed_out(txn, now_ms=now)
                     if transition.txn is not None:
-                        self._finish(self._store.put(txn, transition.txn))
+                        fenced = transition.txn
+                        self._finish(
+                            self._store.put(txn, fenced, finish_by_ms=self._finish_by(fenced))
+                        )
                         ended += 1
                         log.info("%s: transaction timed out, aborted", transactional_id)
             except (Superseded, TidelogError) as exc:
                 log.info("%s: timeout left to the next sweep (%s)", transactional_id, exc)
                 continue
             txn = self._store.get(transactional_id)
-            if txn is None or not (txn.state == State.ONGOING and not txn.expired(now)):
+            due_ms = keys.parse_due_sk(due_sk)[0]
+            waiting = (
+                txn is not None
+                and txn.state == State.ONGOING
+                and txn.started_ms + txn.timeout_ms == due_ms
+                and not txn.expired(now)  # by this clock: another agent's ran ahead
+            )
+            if not waiting:
                 self._store.forget_due(transactional_id, due_sk)
         return ended
 
@@ -262,10 +280,14 @@ class TransactionCoordinator:
                 assert current is not None
                 return current
             try:
-                return self._store.put(current, moved.txn)
+                return self._store.put(current, moved.txn, finish_by_ms=self._finish_by(moved.txn))
             except Superseded:
                 continue
         raise ConcurrentTransactionsError(f"{transactional_id} kept changing; retry")
+
+    def _finish_by(self, txn: Txn) -> int | None:
+        """A decided end's due time: the sweep finishes it then, if nobody has."""
+        return txn.updated_ms + self._resume_after_ms if txn.state.preparing else None
 
     def _finish(self, txn: Txn) -> None:
         """Steps 2 and 3 of ending ``txn`` (see the module's docstring)."""

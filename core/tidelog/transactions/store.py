@@ -2,8 +2,10 @@
 
 Every transition is written on condition that the item is still the version it was computed
 from, so of two agents moving one id, one wins and the other computes again from what won. A
-transition that begins a transaction also puts its timeout's due item in the same write: the
-timeout sweep reads only those due, so its cost follows open transactions, not ids.
+transition that begins a transaction also puts its timeout's due item in the same write, and
+one that decides its end puts a due item soon after, in case the agent ending it dies before
+it is done: the timeout sweep reads only what is due, so its cost follows open transactions,
+not ids.
 """
 
 from __future__ import annotations
@@ -36,16 +38,19 @@ class TxnStore:
         item = self._meta.get(keys.pk(transactional_id), keys.sk(transactional_id))
         return None if item is None else Txn.from_attributes(item)
 
-    def put(self, old: Txn | None, new: Txn) -> Txn:
+    def put(self, old: Txn | None, new: Txn, *, finish_by_ms: int | None = None) -> Txn:
         """``new`` in place of ``old`` (None: there is no item yet); Superseded if the item is
-        not ``old`` any more. The written transition, its version advanced."""
+        not ``old`` any more. The written transition, its version advanced. ``finish_by_ms``:
+        when the sweep should finish a decided end that is still unfinished then."""
         written = replace(new, version=(old.version if old is not None else 0) + 1)
         pk, sk = keys.pk(new.transactional_id), keys.sk(new.transactional_id)
         condition = ItemAbsent() if old is None else Compare("version", "=", old.version)
         writes: list[Write] = [Put({"pk": pk, "sk": sk, **written.to_attributes()}, condition)]
+        due_ms = finish_by_ms
         if written.state == State.ONGOING and (old is None or old.begun != written.begun):
-            deadline = written.started_ms + written.timeout_ms
-            due = {"pk": pk, "sk": keys.due_sk(deadline, new.transactional_id)}
+            due_ms = written.started_ms + written.timeout_ms
+        if due_ms is not None:
+            due = {"pk": pk, "sk": keys.due_sk(due_ms, new.transactional_id)}
             writes.append(Put({**due, "begun": written.begun}))
         try:
             self._meta.transact(writes)
