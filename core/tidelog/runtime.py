@@ -205,7 +205,8 @@ def appender() -> Writer | GroupCommitter:
 
 @_once
 def log_reader() -> LogReader:
-    from tidelog.log.read.cache import ObjectCache  # noqa: PLC0415 - see above
+    from tidelog.log.read.abortedcache import AbortedCache  # noqa: PLC0415 - see above
+    from tidelog.log.read.cache import ObjectCache  # noqa: PLC0415
     from tidelog.log.read.fetch import LogReader  # noqa: PLC0415
     from tidelog.log.read.indexcache import IndexCache  # noqa: PLC0415
 
@@ -225,6 +226,7 @@ def log_reader() -> LogReader:
         cache,
         whole_objects=long_running,
         index_cache=IndexCache(lambda: time.monotonic_ns() // 1_000_000),
+        aborted_cache=AbortedCache(metadata_store()),
     )
 
 

@@ -115,13 +115,31 @@ def test_only_garbage_collection_may_delete_objects(resources):
 
 def test_housekeeping_runs_on_schedules(template):
     schedules = {f.logical_id: f.schedules for f in template.functions() if f.schedules}
-    assert set(schedules) == {"MaintenanceFunction", "CollectorFunction"}
+    assert set(schedules) == {
+        "MaintenanceFunction",
+        "CollectorFunction",
+        "TransactionTimeoutsFunction",
+    }
+    (timeouts,) = schedules["TransactionTimeoutsFunction"]
+    assert (timeouts.event, timeouts.interval_s) == ({}, 60)
     (maintain,) = schedules["MaintenanceFunction"]
     assert maintain.event == {"jobs": ["roll", "retention", "compaction"]}
     assert maintain.interval_s == 60
     collect, reconcile = schedules["CollectorFunction"]
     assert (collect.event, collect.interval_s) == ({"jobs": ["gc"]}, 300)
     assert (reconcile.event, reconcile.interval_s) == ({"jobs": ["reconcile"]}, 86400)
+
+
+def test_the_timeout_sweep_writes_markers_and_deletes_no_object(resources):
+    statements = _statements(resources, "TransactionTimeoutsFunctionRole")
+    (s3,) = [s for s in statements if str(s["Action"]).startswith("s3:")]
+    assert (s3["Action"], s3["Resource"]) == (
+        "s3:PutObject",
+        {"Fn::Sub": "${DataBucket.Arn}/data/flush/*"},
+    )
+    (ddb,) = [s for s in statements if s is not s3]
+    keys = ddb["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+    assert set(keys) == {"txn#*", "offsets#*", "topics", "log#*", "orphans", "due#*"}
 
 
 def test_produce_writes_flush_objects_only(resources):

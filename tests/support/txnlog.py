@@ -12,6 +12,9 @@ from pathlib import Path
 from tests.support.log import TinyLog, tiny_log
 
 from tidelog.groups.model import Group, empty_group
+from tidelog.log.read import serve
+from tidelog.log.read.abortedcache import AbortedCache
+from tidelog.log.read.fetch import LogReader
 from tidelog.log.write.plan import AppendResult
 from tidelog.log.write.validate import validate_batches
 from tidelog.log.write.writer import AppendRequest
@@ -94,6 +97,27 @@ class TxnLog:
         """Every record a read_committed consumer sees, fetch by fetch, from the log start."""
         return self._read(partition, committed=True)
 
+    def read_served(self, partition: int) -> list[Record]:
+        """What the HTTP API serves read_committed (filtered on the server), fetch by fetch."""
+        reader = self.log.reader
+        position, _ = reader.head(self.topic.topic_id, partition)
+        out: list[Record] = []
+        while True:
+            data = serve.fetch_one(
+                reader,
+                self.topic,
+                partition,
+                position,
+                max_bytes=300,
+                max_wait_ms=0,
+                committed=True,
+            )
+            if data.next_offset == position:
+                return out
+            for fetched in data.batches:
+                out += [r for r in fetched.batch.records() if r.offset >= position]
+            position = data.next_offset
+
     def read_uncommitted(self, partition: int) -> list[Record]:
         return self._read(partition, committed=False)
 
@@ -130,8 +154,12 @@ def consume(batches, aborted, position: int) -> list[Record]:
     return out
 
 
-def txn_log(tmp_path: Path, *, partitions: int = 2, **kwargs) -> TxnLog:
+def txn_log(tmp_path: Path, *, partitions: int = 2, cached: int | None = None, **kwargs) -> TxnLog:
+    """``cached``: read through an AbortedCache keeping up to that many per partition."""
     log = tiny_log(tmp_path, partitions=partitions, **kwargs)
+    if cached is not None:
+        cache = AbortedCache(log.meta, per_partition=cached)
+        log.reader = LogReader(log.meta, log.objects, aborted_cache=cache)
     ids = itertools.count(1000)
     groups: dict[str, Group] = {}
     coordinator = TransactionCoordinator(

@@ -3,12 +3,16 @@ the jobs over the in-memory stores."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from tests.support.log import T0, tiny_log
 
 from tidelog.log import garbage
 from tidelog.log.entries import LogEntry, log_size, log_sizes, partition_entries, without_leftovers
 from tidelog.log.lifecycle import compaction, retention, roll
 from tidelog.records import RecordBatch, RecordBatchBuilder
+from tidelog.records.batch import control_record_bytes
+from tidelog.txn.stable import AbortedTxn
 
 
 def run(base, last, size=100, appended=T0, max_timestamp=T0):
@@ -266,3 +270,38 @@ def test_the_size_follows_produce_roll_retention_and_compaction(tmp_path):
     log.clock.now += 1000 + 8
     assert log.housekeep("retention").segments_deleted >= 1
     assert sizes()[0] == stored_bytes(log, 0) < compacted
+
+
+def marker(base, producer_id, kind):
+    builder = RecordBatchBuilder(
+        base_offset=base,
+        producer_id=producer_id,
+        producer_epoch=0,
+        is_transactional=True,
+        is_control_batch=True,
+    )
+    builder.append(*control_record_bytes(kind, 0), (), T0)
+    return RecordBatch(builder.build())
+
+
+def test_compaction_drops_aborted_transactions_and_keeps_markers_as_kafka_does():
+    txn = {"producer_epoch": 0, "base_sequence": 0, "is_transactional": True}
+    committed = built(0, [(b"k", b"committed")], producer_id=1, **txn)  # offset 0, marker at 2
+    aborted = built(1, [(b"k", b"aborted")], producer_id=2, **txn)  # offset 1, marker at 3
+    batches = [committed, aborted, marker(2, 1, "COMMIT"), marker(3, 2, "ABORT")]
+    aborted_txns = [AbortedTxn(1, 3, 2, last_stable_offset=4)]
+    (first,) = compaction.plan(
+        [segment(0, 3)], [batches], delete_retention_ms=10, now_ms=T0, aborted=aborted_txns
+    )
+    kept = [RecordBatch(b) for b in first.batches]
+    # The aborted record is gone and never shadowed the committed one; both markers stay, the
+    # ABORT one for delete.retention.ms (nothing of its transaction is left before it).
+    assert [(b.base_offset, b.is_control_batch) for b in kept] == [(0, False), (2, True), (3, True)]
+    assert [r.value for r in kept[0].records()] == [b"committed"]
+    assert (first.removed, first.delete_horizon_ms) == (1, T0 + 10)
+    later = dataclasses.replace(segment(0, 3), delete_horizon_ms=T0 + 10)
+    (second,) = compaction.plan(
+        [later], [kept], delete_retention_ms=10, now_ms=T0 + 11, aborted=aborted_txns
+    )
+    # Past the horizon: the ABORT marker goes; the COMMIT marker stays while its data does.
+    assert [RecordBatch(b).base_offset for b in second.batches] == [0, 2]

@@ -32,8 +32,9 @@ from tidelog.log.write.produce import log_append_time, parse_raw
 from tidelog.log.write.producers import InvalidProducerEpochError
 from tidelog.log.write.validate import ProducedBatch
 from tidelog.log.write.writer import AppendRequest
+from tidelog.transactions.coordinator import verify
 from tidelog.txn.guard import TxnGuard
-from tidelog.txn.state import ProducerFencedError
+from tidelog.txn.state import ProducerFencedError, Txn
 
 EARLIEST, LATEST = -2, -1  # ListOffsets' special timestamps
 READ_COMMITTED = 1  # Fetch's and ListOffsets' isolation_level
@@ -126,7 +127,7 @@ class Handlers:
         body = request.body
         if request.api_version in LEGACY_PRODUCE:
             return self._refuse_produce(body, "UNSUPPORTED_VERSION")
-        transactional_id = field(body, "transactional_id")
+        guards = _Guards(field(body, "transactional_id"))
         now = runtime.clock_ms()
         # A client that closed its connection holds the outcome unknown and may already have
         # sent the batches again (under a new epoch, even): what has not committed yet is
@@ -141,7 +142,7 @@ class Handlers:
                     found = runtime.topic_cache().get(name, index)
                     found.check_partition(index)
                     batches = parse_raw(found, bytes(partition_data.records or b""), now)
-                    guard = _guard(transactional_id, name, index, batches)
+                    guard = guards.of(name, index, batches)
                     asked = AppendRequest(found, index, batches, withdrawn=withdrawn, guard=guard)
                     placed.append((name, index, found, asked))
                 except TidelogError as exc:
@@ -317,21 +318,27 @@ class Handlers:
         return {"throttle_time": 0, "topics": topics}
 
 
-def _guard(
-    transactional_id: str | None, name: str, partition: int, batches: Sequence[ProducedBatch]
-) -> TxnGuard | None:
-    """A transactional produce's guard: its partition must be in its producer's open
-    transaction now (KIP-890 part 1), and still be when it commits."""
-    first = next((b for b in batches if b.transactional), None)
-    if transactional_id is None or first is None:
-        return None  # no transaction; transactional batches alone are refused when planned
-    try:
-        return runtime.transactions().guard(
-            str(transactional_id), first.producer_id, first.producer_epoch, (name, partition)
-        )
-    except ProducerFencedError as exc:
-        # A partition leader answers an old epoch so (Kafka's ProducerStateManager).
-        raise InvalidProducerEpochError(exc.message) from exc
+class _Guards:
+    """A transactional produce's guards: each partition must be in its producer's open
+    transaction now (KIP-890 part 1), and still be when it commits. The transactional id is
+    read once for the whole request, whatever the number of partitions."""
+
+    def __init__(self, transactional_id: str | None) -> None:
+        self._id = transactional_id
+        self._read = False
+        self._txn: Txn | None = None
+
+    def of(self, name: str, partition: int, batches: Sequence[ProducedBatch]) -> TxnGuard | None:
+        first = next((b for b in batches if b.transactional), None)
+        if self._id is None or first is None:
+            return None  # no transaction; transactional batches alone are refused when planned
+        if not self._read:
+            self._txn, self._read = runtime.transactions().read(self._id), True
+        try:
+            return verify(self._txn, first.producer_id, first.producer_epoch, (name, partition))
+        except ProducerFencedError as exc:
+            # A partition leader answers an old epoch so (Kafka's ProducerStateManager).
+            raise InvalidProducerEpochError(exc.message) from exc
 
 
 def _heads(wanted: Sequence[tuple[str, int, int, int]]) -> dict[tuple[str, int], Head]:

@@ -43,6 +43,9 @@ class Head:
     log_start_offset: int
     next_offset: int  # the high watermark
     open_txns: Mapping[int, int] = field(default_factory=dict)  # producer id -> first offset
+    # The offset of the latest ABORT marker that closed a transaction (-1: none): a
+    # read_committed fetch from past it has no aborted transaction to look up.
+    last_abort: int = -1
 
     @property
     def last_stable_offset(self) -> int:
@@ -59,7 +62,12 @@ class Head:
             if isinstance(raw, Mapping)
             else {}
         )
-        return cls(int(str(item["log_start_offset"])), int(str(item["next_offset"])), open_txns)
+        return cls(
+            int(str(item["log_start_offset"])),
+            int(str(item["next_offset"])),
+            open_txns,
+            int(str(item.get("last_abort", -1))),
+        )
 
 
 def high_watermark(meta: MetadataStore, topic_id: str, partition: int) -> tuple[int, int]:
@@ -114,4 +122,6 @@ def put_head(pk: str, new: Head, old: Head | None) -> Put:
     }
     if new.open_txns:
         item["open_txns"] = {str(pid): first for pid, first in sorted(new.open_txns.items())}
+    if new.last_abort >= 0:
+        item["last_abort"] = new.last_abort
     return Put(item, condition)

@@ -152,14 +152,11 @@ class TransactionCoordinator:
     ) -> TxnGuard:
         """What a transactional produce to ``partition`` must still find true when it commits
         (KIP-890 part 1's verification: the partition is in the producer's open transaction)."""
-        txn = self._store.get(transactional_id)
-        current = state.check_producer(txn, producer_id, epoch)
-        if current.state != State.ONGOING or partition not in current.partitions:
-            raise InvalidTxnStateError(
-                f"partition {partition[1]} of {partition[0]!r} is not in {transactional_id}'s "
-                "open transaction: add it first (AddPartitionsToTxn)"
-            )
-        return TxnGuard.of(current)
+        return verify(self.read(transactional_id), producer_id, epoch, partition)
+
+    def read(self, transactional_id: str) -> Txn | None:
+        """The id's item as it is (None: never seen), read strongly consistently."""
+        return self._store.get(transactional_id)
 
     def commit_offsets(
         self,
@@ -321,3 +318,14 @@ class TransactionCoordinator:
         offsets.settle(self._meta, txn.groups, txn.transactional_id, commit=commit, now_ms=now)
         with contextlib.suppress(Superseded):  # another agent finished it first
             self._store.put(txn, state.complete(txn, now_ms=now))
+
+
+def verify(txn: Txn | None, producer_id: int, epoch: int, partition: TopicPartition) -> TxnGuard:
+    """The guard of a transactional produce to ``partition``, if ``txn`` (as read) lets it in."""
+    current = state.check_producer(txn, producer_id, epoch)
+    if current.state != State.ONGOING or partition not in current.partitions:
+        raise InvalidTxnStateError(
+            f"partition {partition[1]} of {partition[0]!r} is not in "
+            f"{current.transactional_id}'s open transaction: add it first (AddPartitionsToTxn)"
+        )
+    return TxnGuard.of(current)

@@ -37,6 +37,7 @@ from tidelog.log.head import (
     read_head,
     read_heads,
 )
+from tidelog.log.read.abortedcache import AbortedCache
 from tidelog.log.read.cache import ObjectCache
 from tidelog.log.read.indexcache import IndexCache
 from tidelog.log.segment import INDEX_INTERVAL_BYTES, CorruptIndexError, OffsetIndex, TimeIndex
@@ -103,6 +104,7 @@ class LogReader:
         *,
         whole_objects: bool = False,
         index_cache: IndexCache | None = None,
+        aborted_cache: AbortedCache | None = None,
         concurrency: int = 8,
     ) -> None:
         """``whole_objects``: cache flush objects whole, not run by run (see ObjectCache).
@@ -112,6 +114,7 @@ class LogReader:
         self._cache = cache
         self._whole_objects = whole_objects and cache is not None
         self._index_cache = index_cache
+        self._aborted_cache = aborted_cache
         self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="tidelog-get")
 
     @property
@@ -271,9 +274,14 @@ class LogReader:
         for read, data in zip(reads, self._get_all(reads), strict=True):
             if not self._collect(read, data, result, max_bytes):
                 break
-        if committed and result.batches:
-            result.aborted = aborted_between(
-                self._meta, topic_id, partition, offset, result.next_offset
+        if committed and result.batches and head.last_abort >= offset:
+            end = result.next_offset
+            result.aborted = (
+                self._aborted_cache.between(
+                    topic_id, partition, offset, end, last_abort=head.last_abort
+                )
+                if self._aborted_cache is not None
+                else aborted_between(self._meta, topic_id, partition, offset, end)
             )
         return result
 

@@ -144,7 +144,11 @@ class Plan:
     @property
     def new_head(self) -> Head:
         start = self.head.log_start_offset if self.head is not None else 0
-        return Head(start, self.next_offset, dict(self.open_txns))
+        last_abort = max(
+            [t.last_offset for t in self.aborted],
+            default=self.head.last_abort if self.head is not None else -1,
+        )
+        return Head(start, self.next_offset, dict(self.open_txns), last_abort)
 
     def writes(self, object_key: str, appended_ms: int) -> list[Write]:
         if not self.runs:
