@@ -23,9 +23,9 @@ from tests.support import devserver
 from benchmarks.report import Section
 
 PARTITIONS = 6
-RECORDS = 100_000
+RECORDS = 300_000
 VALUE = b"v" * 200
-COMMIT_EVERY_S = 0.1
+COMMIT_EVERY_S = (0.1, 1.0)  # Kafka's guidance is about the first
 ABORT_ONE_IN = 10
 ROUNDS = 3
 
@@ -35,34 +35,43 @@ def run(progress: Any = print) -> Section:
         "Transactions: throughput, commit latency and read_committed",
         f"`tidelog dev`'s agent, librdkafka on both sides. Produce: {RECORDS:,} records of "
         f"{len(VALUE)} B to {PARTITIONS} partitions, by an idempotent producer and by a "
-        f"transactional one committing every {COMMIT_EVERY_S * 1000:.0f} ms of the idempotent "
+        "transactional one committing every 100 ms, or every second, of the idempotent "
         f"producer's rate (one transaction in {ABORT_ONE_IN} aborted), {ROUNDS} rounds "
-        "alternating, medians. Commit latency: "
+        "alternating, medians. Commit latency (at 100 ms): "
         "`commit_transaction` after `flush` (EndTxn with its markers written). Consume: the "
-        "transactional topic from the start, read_committed against read_uncommitted, "
-        "alternating, medians; the ratio is of the times to read the whole topic.",
+        "transactional topic from the start (once to warm the agent's cache, then "
+        "read_uncommitted and read_committed alternating), medians; the ratio is of the times "
+        "to read the whole topic.",
         ("measurement", "value", "ratio"),
     )
     progress("  starting tidelog dev")
     dev = devserver.start()
     try:
-        plain_rates, txn_rates, commits, topics = [], [], [], []
+        plain_rates: list[float] = []
+        txn_rates: dict[float, list[float]] = {every: [] for every in COMMIT_EVERY_S}
+        commits: list[float] = []
+        topics = []
         for round_number in range(ROUNDS):
             progress(f"  round {round_number + 1}/{ROUNDS}: idempotent, then transactional")
             plain_rates.append(_produce(dev, _topic(dev), per_txn=None, commits=[]))
-            # A transaction holds what the idempotent producer delivers in the interval.
-            per_txn = max(1, int(statistics.median(plain_rates) * COMMIT_EVERY_S))
-            topic = _topic(dev)
-            txn_rates.append(_produce(dev, topic, per_txn=per_txn, commits=commits))
-            topics.append(topic)
+            for every in COMMIT_EVERY_S:
+                # A transaction holds what the idempotent producer delivers in the interval.
+                per_txn = max(1, int(statistics.median(plain_rates) * every))
+                topic = _topic(dev)
+                latencies = commits if every == COMMIT_EVERY_S[0] else []
+                txn_rates[every].append(_produce(dev, topic, per_txn=per_txn, commits=latencies))
+                if every == COMMIT_EVERY_S[0]:
+                    topics.append(topic)
         committed_reads, uncommitted_reads = [], []
         for topic in topics:
             progress(f"  consuming {topic} at both isolation levels")
-            committed_reads.append(_consume(dev, topic, "read_committed"))
-            uncommitted_reads.append(_consume(dev, topic, "read_uncommitted"))
+            _consume(dev, topic, "read_uncommitted")  # warms the agent's object cache
+            for isolation in ("read_uncommitted", "read_committed") * 2:  # ABAB: drift cancels
+                reads = committed_reads if isolation == "read_committed" else uncommitted_reads
+                reads.append(_consume(dev, topic, isolation))
     finally:
         dev.stop()
-    plain, txn = statistics.median(plain_rates), statistics.median(txn_rates)
+    plain = statistics.median(plain_rates)
     # The same topic read to its end: the ratio is of the times (read_committed returns fewer
     # records, those of aborted transactions left out, from the same bytes).
     committed_s = statistics.median(s for s, _ in committed_reads)
@@ -72,13 +81,17 @@ def run(progress: Any = print) -> Section:
     ordered = sorted(commits)
     p50 = ordered[len(ordered) // 2] * 1000
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000
+    section.rows.append(("produce, idempotent", f"{plain:,.0f} records/s", "1.00x"))
+    for every, rates in txn_rates.items():
+        txn = statistics.median(rates)
+        section.rows.append(
+            (
+                f"produce, transactional, a commit every {every * 1000:.0f} ms",
+                f"{txn:,.0f} records/s",
+                f"{txn / plain:.2f}x",
+            )
+        )
     section.rows += [
-        ("produce, idempotent", f"{plain:,.0f} records/s", "1.00x"),
-        (
-            f"produce, transactional (commit every {COMMIT_EVERY_S * 1000:.0f} ms)",
-            f"{txn:,.0f} records/s",
-            f"{txn / plain:.2f}x",
-        ),
         ("commit latency, p50 / p99", f"{p50:.1f} / {p99:.1f} ms ({len(ordered)} commits)", ""),
         (
             "consume the topic, read_uncommitted",
@@ -160,7 +173,9 @@ def _consume(dev: Any, topic: str, isolation: str) -> tuple[float, int]:
     start = last = time.perf_counter()
     idle_since: float | None = None
     while True:
-        messages = consumer.consume(1000, 0.5)
+        # A short timeout: consume() waits for its whole count until then, and the last call
+        # of a read would otherwise end at the timeout, not at the last record.
+        messages = consumer.consume(1000, 0.01)
         if messages:
             got += sum(1 for m in messages if not m.error())
             idle_since = None

@@ -274,7 +274,7 @@ def transactions() -> TransactionCoordinator:
     meta = metadata_store()
 
     def append(requests: Sequence[AppendRequest]) -> list[AppendResult]:
-        return [future.result() for future in appender().submit(requests)]
+        return [future.result() for future in appender().submit(requests, urgent=True)]
 
     return TransactionCoordinator(
         meta,

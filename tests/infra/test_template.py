@@ -155,6 +155,7 @@ def test_produce_writes_flush_objects_only(resources):
 
     assert set(by_sid["CommitOffsets"]["Action"]) == {
         "dynamodb:GetItem",
+        "dynamodb:BatchGetItem",  # the heads of a commit's partitions, in one call
         "dynamodb:PutItem",
         "dynamodb:Query",
         "dynamodb:ConditionCheckItem",

@@ -224,3 +224,14 @@ def test_a_slow_flush_is_logged_with_where_its_time_went(monkeypatch, caplog):
     upload = re.search(r"upload (\d+\.\d) s", slow)
     assert upload is not None
     assert float(upload[1]) >= 0.1
+
+
+def test_an_urgent_request_flushes_without_waiting_for_the_window():
+    writer = RecordingWriter()
+    committer = GroupCommitter(writer, flush_ms=60_000, flush_bytes=10**9, in_flight=1)
+    (urgent,) = committer.submit([request(0)], urgent=True)
+    assert urgent.result(timeout=10).error is None  # a minute's window, not waited for
+    (patient,) = committer.submit([request(1)])
+    time.sleep(0.2)
+    assert not patient.done()  # the window holds a request that is not urgent
+    assert len(writer.flushes) == 1

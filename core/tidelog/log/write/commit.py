@@ -93,11 +93,12 @@ class Committer:
             plans = []
             try:
                 txns = self._txns(pending)
+                heads = self._heads_to_plan_from(pending)
             except StorageUnavailableError:
                 continue
             for append in pending:
                 try:
-                    plans.append(self._plan(append, txns))
+                    plans.append(self._plan(append, txns, heads[append.key]))
                 except StorageUnavailableError:
                     continue  # read failed: try this partition again next round
                 except TidelogError as exc:
@@ -129,15 +130,28 @@ class Committer:
             return {}
         return read_txns(self._meta.get_many([g.key for g in guards]), guards)
 
-    def _plan(self, append: PartitionAppend, txns: Mapping[str, Txn | None]) -> Plan:
-        pk = keys.log_pk(*append.key)
+    def _heads_to_plan_from(
+        self, appends: Sequence[PartitionAppend]
+    ) -> dict[tuple[str, int], Head | None]:
+        """Each partition's head: as this process last knew it, else read (all in one call).
+        A marker plans from the head as it is: one that closes nothing writes nothing, so no
+        compare-and-set would catch a stale guess."""
+        heads: dict[tuple[str, int], Head | None] = {}
         with self._heads_lock:
-            # A marker plans from the head as it is: one that closes nothing writes nothing,
-            # so no compare-and-set would catch a stale guess.
-            known = append.key in self._heads and not append.has_markers
-            head = self._heads.get(append.key)
-        if not known:
-            head = Head.from_item(self._meta.get(pk, keys.HEAD_SK))
+            for append in appends:
+                if append.key in self._heads and not append.has_markers:
+                    heads[append.key] = self._heads[append.key]
+        unknown = {keys.log_pk(*a.key): a.key for a in appends if a.key not in heads}
+        if unknown:
+            read = self._meta.get_many([(pk, keys.HEAD_SK) for pk in unknown])
+            for pk, key in unknown.items():
+                heads[key] = Head.from_item(read.get((pk, keys.HEAD_SK)))
+        return heads
+
+    def _plan(
+        self, append: PartitionAppend, txns: Mapping[str, Txn | None], head: Head | None
+    ) -> Plan:
+        pk = keys.log_pk(*append.key)
         states = {}
         for producer_id in {b.producer_id for b in append.batches if b.idempotent}:
             item = self._meta.get(pk, keys.producer_sk(producer_id))

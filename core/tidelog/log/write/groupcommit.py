@@ -39,6 +39,7 @@ class GroupCommitter:
         self._bytes = 0
         self._oldest = 0.0
         self._in_flight = 0
+        self._urgent = False
         self._wake = threading.Condition()
         self._committed = 0  # flushes committed (or failed), in the order they were taken
         self._turn = threading.Condition()
@@ -48,13 +49,18 @@ class GroupCommitter:
     def append(self, requests: Sequence[AppendRequest]) -> list[AppendResult]:
         return [future.result() for future in self.submit(requests)]
 
-    def submit(self, requests: Sequence[AppendRequest]) -> list[Future[AppendResult]]:
+    def submit(
+        self, requests: Sequence[AppendRequest], *, urgent: bool = False
+    ) -> list[Future[AppendResult]]:
         """Queue ``requests`` for the next flush: they commit after everything submitted
-        before them, and each partition's batches keep the order in which they came."""
+        before them, and each partition's batches keep the order in which they came.
+        ``urgent``: flush without waiting for the window (a transaction's markers: their
+        caller waits, and nothing gathers behind them)."""
         futures: list[Future[AppendResult]] = []
         with self._wake:
             if not self._pending:
                 self._oldest = time.monotonic()
+            self._urgent = self._urgent or urgent
             for request in requests:
                 future: Future[AppendResult] = Future()
                 self._pending.append((request, future))
@@ -79,7 +85,9 @@ class GroupCommitter:
             return False
         if self._bytes >= self._flush_bytes:
             return True
-        return self._in_flight == 0 and time.monotonic() >= self._oldest + self._flush_s
+        return self._in_flight == 0 and (
+            self._urgent or time.monotonic() >= self._oldest + self._flush_s
+        )
 
     def _until_due(self) -> float | None:
         """How long the window has left; None: only a flush ending or a request can change
@@ -113,6 +121,7 @@ class GroupCommitter:
         self._pending = kept
         self._bytes = sum(len(b.data) for r, _ in kept for b in r.batches)
         self._oldest = time.monotonic()
+        self._urgent = False
         return taken
 
     def _flush(self, number: int, taken: list[tuple[AppendRequest, Future[AppendResult]]]) -> None:

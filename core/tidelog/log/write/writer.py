@@ -118,8 +118,11 @@ class Writer:
         one partition succeed or fail together."""
         return self.upload(requests).commit()
 
-    def submit(self, requests: Sequence[AppendRequest]) -> list[Future[AppendResult]]:
-        """``append``, done by the time it returns (GroupCommitter's interface)."""
+    def submit(
+        self, requests: Sequence[AppendRequest], *, urgent: bool = False
+    ) -> list[Future[AppendResult]]:
+        """``append``, done by the time it returns (GroupCommitter's interface; every flush
+        here is at once)."""
         futures: list[Future[AppendResult]] = []
         for result in self.append(requests):
             future: Future[AppendResult] = Future()
