@@ -111,7 +111,7 @@ class TransactionCoordinator:
                 continue
             if not transition.fenced:
                 return written
-            self._finish(written)  # the fenced transaction aborted: now bump again
+            self._finish_or_retry(written)  # the fenced transaction aborted: now bump again
         raise ConcurrentTransactionsError(f"{transactional_id} kept changing; retry")
 
     def add_partitions(
@@ -207,7 +207,10 @@ class TransactionCoordinator:
                 written = self._store.put(txn, fenced, finish_by_ms=self._finish_by(fenced))
             except Superseded:
                 continue
-            self._finish(written)
+            try:
+                self._finish(written)
+            except TidelogError as exc:  # decided: the sweep finishes it
+                log.warning("%s: abort decided, not yet finished (%s)", transactional_id, exc)
             return self._store.get(transactional_id) or written
         raise ConcurrentTransactionsError(f"{transactional_id} kept changing; retry")
 
@@ -263,9 +266,20 @@ class TransactionCoordinator:
                 raise ConcurrentTransactionsError(
                     f"{transactional_id}'s last transaction is completing; retry"
                 )
-            self._finish(txn)
+            self._finish_or_retry(txn)
             txn = self._store.get(transactional_id)
         return txn
+
+    def _finish_or_retry(self, txn: Txn) -> None:
+        """``_finish``, its failure told to the client as Kafka's coordinator tells it while
+        markers are still being written: retry."""
+        try:
+            self._finish(txn)
+        except RetriableError as exc:
+            raise ConcurrentTransactionsError(
+                f"{txn.transactional_id}'s last transaction is still being ended ({exc.message}); "
+                "retry"
+            ) from exc
 
     def _move(
         self, transactional_id: str, transition: Callable[[Txn | None, int], state.Transition]
