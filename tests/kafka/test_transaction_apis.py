@@ -194,3 +194,13 @@ def test_transactions_are_listed_and_described(dev, topic, version):
     )
     assert [(t.topic, list(t.partitions)) for t in found.topics] == [(topic, [1])]
     assert missing.error_code == TRANSACTIONAL_ID_NOT_FOUND
+
+
+def test_a_store_failing_is_a_coordinator_not_available_which_clients_retry():
+    from tidelog.errors import RetriableError
+    from tidelog.kafka.transactions import _code
+    from tidelog.txn.state import ConcurrentTransactionsError, ProducerFencedError
+
+    assert _code(RetriableError("the decision's write timed out")) == 15
+    assert _code(ConcurrentTransactionsError("markers in flight")) == 51
+    assert _code(ProducerFencedError("old epoch")) == PRODUCER_FENCED

@@ -72,3 +72,23 @@ def test_duplicates_inconsistency_divergence_and_going_back():
     }
     ops = [*CLEAN, poll([[0, 0, "t2-0"]], process="c1")]
     assert kinds(ops) == {"txn-duplicate": 1, "txn-inconsistent-offset": 1}
+
+
+def test_a_transaction_reading_its_own_records_before_commit_is_caught():
+    wrote = [
+        Op("r", "invoke", "txn", {"txn": "r-t0", "values": ["r-t0-0"], "intent": "commit"}),
+        Op("r", "ok", "txn", {"txn": "r-t0", "outcome": "commit", "reads": [[0, 9, "r-t0-0"]]}),
+    ]
+    final = [[0, "t0-0"], [1, "t0-1"], [5, "t2-0"], [6, "t2-1"], [9, "r-t0-0"]]
+    ops = [*CLEAN[:-2], *wrote, read("kafka", 0, final), read("http", 0, final)]
+    assert kinds(ops) == {"own-uncommitted-read": 1}
+    clean = [
+        Op("r", "invoke", "txn", {"txn": "r-t1", "values": [], "intent": "commit"}),
+        Op("r", "ok", "txn", {"txn": "r-t1", "outcome": "commit", "reads": [[0, 0, "t0-0"]]}),
+    ]
+    assert kinds([*CLEAN, *clean]) == {}
+    aborted = [
+        Op("r", "invoke", "txn", {"txn": "r-t2", "values": [], "intent": "commit"}),
+        Op("r", "ok", "txn", {"txn": "r-t2", "outcome": "commit", "reads": [[0, 3, "t1-0"]]}),
+    ]
+    assert kinds([*CLEAN, *aborted]) == {"aborted-read": 1}

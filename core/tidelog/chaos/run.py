@@ -218,6 +218,7 @@ class Workload:
             self.start("txn-producer", name, rate=rate, topic=TXN_TOPIC)
             for name, rate in TXN_PRODUCERS
         ]
+        self.producers.append(self.start("txn-reader", "txr0", topic=TXN_TOPIC))
         self.consumers = [
             self.start("assign-consumer", "a0"),
             self.start("committed-consumer", "c0", topic=TXN_TOPIC),

@@ -7,9 +7,9 @@ Roles: ``rdkafka-producer`` (confluent-kafka: librdkafka, idempotent, at its def
 ``kafka-python-producer`` (idempotent), ``http-producer`` (tidelog.client over the HTTP API),
 ``assign-consumer`` (librdkafka, every partition from the start) and ``group-consumer``
 (librdkafka, subscribed, committing after processing each poll); and the transactional ones,
-``txn-producer`` and ``committed-consumer`` (tidelog.chaos.txnworkers). SIGTERM ends a worker:
-a producer flushes what it has queued first. What a producer never heard about stays an
-unfinished ``invoke``, which the checker counts as unknown.
+``txn-producer``, ``txn-reader`` and ``committed-consumer`` (tidelog.chaos.txnworkers).
+SIGTERM ends a worker: a producer flushes what it has queued first. What a producer never heard
+about stays an unfinished ``invoke``, which the checker counts as unknown.
 """
 
 from __future__ import annotations
@@ -247,9 +247,14 @@ ROLES: dict[str, Callable[[Worker], None]] = {
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    from tidelog.chaos.txnworkers import committed_consumer, txn_producer  # noqa: PLC0415
+    from tidelog.chaos import txnworkers  # noqa: PLC0415
 
-    roles = {**ROLES, "txn-producer": txn_producer, "committed-consumer": committed_consumer}
+    roles = {
+        **ROLES,
+        "txn-producer": txnworkers.txn_producer,
+        "txn-reader": txnworkers.txn_reader,
+        "committed-consumer": txnworkers.committed_consumer,
+    }
     parser = argparse.ArgumentParser(prog="python -m tidelog.chaos.workers")
     parser.add_argument("role", choices=sorted(roles))
     parser.add_argument("--name", required=True)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tidelog import runtime
-from tidelog.errors import TidelogError
+from tidelog.errors import RetriableError, TidelogError
 from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
 from tidelog.log.write.producer_ids import allocate_producer_id
 from tidelog.transactions.coordinator import TransactionCoordinator
@@ -18,6 +18,15 @@ from tidelog.transactions.offsets import PendingOffset
 from tidelog.txn.state import Txn
 
 NO_TIME = datetime.datetime.fromtimestamp(-0.001, datetime.UTC)  # encodes as -1
+
+
+def _code(exc: TidelogError) -> int:
+    """The error a client hears. A store that failed (or answered ambiguously) is Kafka's
+    coordinator failing to write its log: COORDINATOR_NOT_AVAILABLE, which every client
+    retries; what the retry finds already done it answers as done."""
+    if isinstance(exc, RetriableError) and exc.kafka_error.name != "CONCURRENT_TRANSACTIONS":
+        return code("COORDINATOR_NOT_AVAILABLE")
+    return exc.kafka_error.code
 
 
 def _ms(value: Any) -> int:
@@ -50,12 +59,7 @@ class TransactionHandlers:
                 expected if producer_id >= 0 else None,
             )
         except TidelogError as exc:
-            return {
-                **answer,
-                "error_code": exc.kafka_error.code,
-                "producer_id": -1,
-                "producer_epoch": -1,
-            }
+            return {**answer, "error_code": _code(exc), "producer_id": -1, "producer_epoch": -1}
         return {**answer, "producer_id": txn.producer_id, "producer_epoch": txn.epoch}
 
     def add_partitions_to_txn(self, request: Request) -> Answer:
@@ -79,7 +83,7 @@ class TransactionHandlers:
                 wanted,
             )
         except TidelogError as exc:
-            failed = exc.kafka_error.code
+            failed = _code(exc)
             return _by_partition(wanted, lambda _: failed)
         return _by_partition(wanted, lambda _: NONE)
 
@@ -135,7 +139,7 @@ class TransactionHandlers:
                 generation=int(field(body, "generation_id", -1)),
             )
         except TidelogError as exc:
-            failed = exc.kafka_error.code
+            failed = _code(exc)
             return _offsets_answer(wanted, lambda tp: errors.get(tp, failed))
         return _offsets_answer(wanted, lambda tp: errors.get(tp, NONE))
 
@@ -192,7 +196,7 @@ class TransactionHandlers:
         try:
             call(self._coordinator())
         except TidelogError as exc:
-            return {"throttle_time": 0, "error_code": exc.kafka_error.code}
+            return {"throttle_time": 0, "error_code": _code(exc)}
         return {"throttle_time": 0, "error_code": NONE}
 
 
