@@ -30,6 +30,10 @@ from kafka.protocol.producer import (
 from tests.functional.test_produce_api import call
 from tests.support.kafka_wire import exchange
 
+from tidelog.errors import RetriableError
+from tidelog.kafka.transactions import _code
+from tidelog.txn.state import ConcurrentTransactionsError, ProducerFencedError
+
 NONE, UNKNOWN_TOPIC = 0, 3
 INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, INVALID_PRODUCER_ID_MAPPING = 47, 48, 49
 INVALID_TRANSACTION_TIMEOUT, OPERATION_NOT_ATTEMPTED, UNSTABLE_OFFSET_COMMIT = 50, 55, 88
@@ -197,10 +201,6 @@ def test_transactions_are_listed_and_described(dev, topic, version):
 
 
 def test_a_store_failing_is_a_coordinator_not_available_which_clients_retry():
-    from tidelog.errors import RetriableError
-    from tidelog.kafka.transactions import _code
-    from tidelog.txn.state import ConcurrentTransactionsError, ProducerFencedError
-
     assert _code(RetriableError("the decision's write timed out")) == 15
     assert _code(ConcurrentTransactionsError("markers in flight")) == 51
     assert _code(ProducerFencedError("old epoch")) == PRODUCER_FENCED
