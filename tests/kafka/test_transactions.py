@@ -226,3 +226,38 @@ def test_kip_664_tools_list_and_describe_an_open_transaction(dev, topic):
         assert described.state.value == "CompleteCommit"
     finally:
         admin.close()
+
+
+def test_kafka_python_and_aiokafka_are_fenced_and_timed_out_as_librdkafka_is(dev, topic):
+    from kafka.errors import KafkaError
+
+    tid = txn_id()
+    zombie = KafkaProducer(bootstrap_servers=dev.bootstrap, transactional_id=tid)
+    zombie.init_transactions()
+    zombie.begin_transaction()
+    zombie.send(topic, value=b"kp-zombie", partition=0)
+    zombie.flush()
+
+    async def successor():
+        producer = AIOKafkaProducer(bootstrap_servers=dev.bootstrap, transactional_id=tid)
+        await producer.start()  # fences the kafka-python instance, aborting its transaction
+        async with producer.transaction():
+            await producer.send(topic, value=b"aio-successor", partition=0)
+        await producer.stop()
+
+    asyncio.run(successor())
+    with pytest.raises(KafkaError):
+        zombie.commit_transaction()
+    zombie.close(1)
+    slow = KafkaProducer(
+        bootstrap_servers=dev.bootstrap, transactional_id=txn_id(), transaction_timeout_ms=1000
+    )
+    slow.init_transactions()
+    slow.begin_transaction()
+    slow.send(topic, value=b"kp-too-slow", partition=1)
+    slow.flush()
+    time.sleep(3)  # aborted by the agent's sweep, and fenced
+    with pytest.raises(KafkaError):
+        slow.commit_transaction()
+    slow.close(1)
+    assert read_kafka_python(dev, topic, "read_committed") == [b"aio-successor"]
