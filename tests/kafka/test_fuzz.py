@@ -20,6 +20,7 @@ import struct
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kafka.protocol.admin import DescribeTransactionsResponse
 from kafka.protocol.old import produce as old_produce
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
@@ -145,6 +146,12 @@ def _check_nulls(key: ApiKey, version: int, answer: bytes) -> None:
     if key == ApiKey.PRODUCE and version in LEGACY_PRODUCE:  # no null in these versions
         response = getattr(old_produce, f"ProduceResponse_v{version}")
         assert response.decode(answer[4:]).encode() == answer[4:]
+        return
+    if key == ApiKey.DESCRIBE_TRANSACTIONS:
+        # Kafka sends -1 for the start of a transaction not open, which kio refuses to read
+        # (a negative timestamp); kafka-python reads it, and the response has no nullable field.
+        response = DescribeTransactionsResponse.decode(answer, version=version, header=True)
+        assert response.encode(header=True) == answer
         return
     schema = load_response_schema(key, version)
     flexible = schema.__flexible__ and key != ApiKey.API_VERSIONS

@@ -233,6 +233,18 @@ def test_offsets_in_a_transaction_appear_only_at_its_commit(tmp_path):
     assert [(i["offset"], i["metadata"]) for i in items] == [(43, "m")]
 
 
+def test_a_partition_named_twice_is_held_once_at_the_last_offset(tmp_path):
+    t = txn_log(tmp_path)
+    p = t.producer("tx")
+    t.begin(p, [0])
+    t.coordinator.add_offsets("tx", p.producer_id, p.epoch, "g")
+    wanted = [PendingOffset(t.topic.name, 0, o, "") for o in (3, 4, 5)]
+    t.coordinator.commit_offsets("tx", p.producer_id, p.epoch, "g", wanted)
+    t.end(p, commit=True)
+    items = [i for i in t.log.meta.query("offsets#g") if "offset" in i]
+    assert [i["offset"] for i in items] == [5]
+
+
 def test_offsets_in_a_transaction_are_fenced_by_the_group_generation(tmp_path):
     t = txn_log(tmp_path)
     t.groups["g"] = Group("g", GroupState.STABLE, 5, "consumer", 3)

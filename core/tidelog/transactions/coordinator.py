@@ -170,7 +170,10 @@ class TransactionCoordinator:
         generation: int = -1,
     ) -> None:
         """TxnOffsetCommit: the offsets commit with the transaction (AddOffsetsToTxn added the
-        group), checked against the group's membership as KIP-447 asks."""
+        group), checked against the group's membership as KIP-447 asks. A partition named
+        twice is held once, at the last offset named, as Kafka's coordinator reads them into a
+        map."""
+        pending = list({(o.topic, o.partition): o for o in pending}.values())
         for _ in range(ATTEMPTS):
             txn = state.check_producer(self._store.get(transactional_id), producer_id, epoch)
             if txn.state != State.ONGOING or group not in txn.groups:
