@@ -8,7 +8,7 @@ transaction able only to abort)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -163,9 +163,7 @@ class TransactionCalls:
     has a transactional.id) and ``flush``."""
 
     _txn: Transactions | None
-
-    def flush(self, timeout: float | None = None) -> int:
-        raise NotImplementedError
+    flush: Callable[[float | None], int]
 
     def init_transactions(self, timeout: float | None = None) -> None:
         """Take the transactional id, fencing any older producer of it (whose open transaction

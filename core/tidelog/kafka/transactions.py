@@ -66,12 +66,7 @@ class TransactionHandlers:
         body = request.body
         topics = items(body.v3_and_below_topics)
         wanted = [(str(t.name), int(p)) for t in topics for p in items(t.partitions)]
-        errors: dict[tuple[str, int], int] = {}
-        for name, partition in wanted:
-            try:
-                runtime.topic_cache().get(name, partition).check_partition(partition)
-            except TidelogError as exc:
-                errors[(name, partition)] = exc.kafka_error.code
+        errors = _unknown(wanted)
         if errors:  # Kafka adds none of them: the others are OPERATION_NOT_ATTEMPTED
             error = code("OPERATION_NOT_ATTEMPTED")
             return _by_partition(wanted, lambda tp: errors.get(tp, error))
@@ -122,12 +117,7 @@ class TransactionHandlers:
             for p in items(t.partitions)
         ]
         wanted = [(o.topic, o.partition) for o in pending]
-        errors: dict[tuple[str, int], int] = {}
-        for name, partition in wanted:
-            try:
-                runtime.topic_cache().get(name, partition).check_partition(partition)
-            except TidelogError as exc:
-                errors[(name, partition)] = exc.kafka_error.code
+        errors = _unknown(wanted)
         try:
             self._coordinator().commit_offsets(
                 str(body.transactional_id),
@@ -198,6 +188,17 @@ class TransactionHandlers:
         except TidelogError as exc:
             return {"throttle_time": 0, "error_code": _code(exc)}
         return {"throttle_time": 0, "error_code": NONE}
+
+
+def _unknown(wanted: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """The error of each partition named that does not exist."""
+    errors = {}
+    for name, partition in wanted:
+        try:
+            runtime.topic_cache().get(name, partition).check_partition(partition)
+        except TidelogError as exc:
+            errors[(name, partition)] = exc.kafka_error.code
+    return errors
 
 
 def _by_partition(wanted: list[tuple[str, int]], error: Callable[[tuple[str, int]], int]) -> Answer:
