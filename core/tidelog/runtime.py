@@ -28,6 +28,7 @@ from tidelog.settings import ConfigurationError, Settings
 from tidelog.storage import MetadataStore, ObjectStore
 
 if TYPE_CHECKING:
+    from tidelog.groups.consumer.coordinator import ConsumerCoordinator
     from tidelog.groups.coordinator import Coordinator
     from tidelog.log.lifecycle.housekeeping import Housekeeper
     from tidelog.log.read.fetch import LogReader
@@ -266,8 +267,30 @@ def coordinator() -> Coordinator:
 
 
 @_once
+def consumer_groups() -> ConsumerCoordinator:
+    """The coordinator of KIP-848's consumer groups."""
+    from tidelog.groups.consumer.coordinator import ConsumerCoordinator  # noqa: PLC0415
+    from tidelog.groups.consumer.heartbeat import Config  # noqa: PLC0415
+    from tidelog.groups.rebalancer import StepFunctionsRebalancer  # noqa: PLC0415
+
+    config = settings()
+    if not config.assignment_state_machine:
+        raise ConfigurationError("missing environment variable TIDELOG_ASSIGNMENT_STATE_MACHINE")
+    return ConsumerCoordinator(
+        metadata_store(),
+        topics(),
+        StepFunctionsRebalancer(aws.client("stepfunctions"), config.assignment_state_machine),
+        clock_ms=clock_ms,
+        config=Config(
+            session_timeout_ms=config.consumer_session_timeout_ms,
+            heartbeat_interval_ms=config.consumer_heartbeat_interval_ms,
+        ),
+    )
+
+
+@_once
 def transactions() -> TransactionCoordinator:
-    from tidelog.groups.items import load_group  # noqa: PLC0415 - see above
+    from tidelog.groups.stored import load_any  # noqa: PLC0415 - see above
     from tidelog.log.write.producer_ids import allocate_producer_id  # noqa: PLC0415
     from tidelog.transactions.coordinator import TransactionCoordinator  # noqa: PLC0415
 
@@ -280,7 +303,7 @@ def transactions() -> TransactionCoordinator:
         meta,
         append=append,
         topic=lambda name: topic_cache().get(name),
-        group=lambda name: load_group(meta, name),
+        group=lambda name: load_any(meta, name, clock_ms(), lambda group: group),
         clock_ms=clock_ms,
         new_producer_id=lambda: allocate_producer_id(meta)[0],
         max_timeout_ms=settings().transaction_max_timeout_ms,
@@ -308,6 +331,7 @@ def reset() -> None:
         log_reader,
         housekeeper,
         coordinator,
+        consumer_groups,
         transactions,
     ):
         cached.cache_clear()

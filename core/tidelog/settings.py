@@ -56,6 +56,12 @@ class Settings:
     """Kafka's group.min.session.timeout.ms (``TIDELOG_GROUP_MIN_SESSION_TIMEOUT_MS``)."""
     max_session_timeout_ms: int = 1_800_000
     """Kafka's group.max.session.timeout.ms (``TIDELOG_GROUP_MAX_SESSION_TIMEOUT_MS``)."""
+    consumer_session_timeout_ms: int = 45_000
+    """Kafka's group.consumer.session.timeout.ms: a member of a consumer-protocol group (KIP-848)
+    silent this long is removed (``TIDELOG_CONSUMER_SESSION_TIMEOUT_MS``)."""
+    consumer_heartbeat_interval_ms: int = 5_000
+    """Kafka's group.consumer.heartbeat.interval.ms, what a settled member is told
+    (``TIDELOG_CONSUMER_HEARTBEAT_INTERVAL_MS``)."""
     auto_create_topics: bool = False
     """Kafka's auto.create.topics.enable: a Metadata request or an HTTP produce naming an
     unknown topic creates it (``TIDELOG_AUTO_CREATE_TOPICS``, true or false; off in the deployed
@@ -104,6 +110,12 @@ class Settings:
             min_session_timeout_ms=_number(environ, "TIDELOG_GROUP_MIN_SESSION_TIMEOUT_MS", 6000),
             max_session_timeout_ms=_number(
                 environ, "TIDELOG_GROUP_MAX_SESSION_TIMEOUT_MS", 1_800_000
+            ),
+            consumer_session_timeout_ms=_at_least_one(
+                environ, "TIDELOG_CONSUMER_SESSION_TIMEOUT_MS", 45_000
+            ),
+            consumer_heartbeat_interval_ms=_at_least_one(
+                environ, "TIDELOG_CONSUMER_HEARTBEAT_INTERVAL_MS", 5_000
             ),
             auto_create_topics=_one_of(environ, "TIDELOG_AUTO_CREATE_TOPICS", ("true", "false"))
             == "true",

@@ -216,7 +216,7 @@ def multi_fetch(body: MultiFetch) -> Response[str]:
 def list_offsets(
     topic: api.TopicName,
     partition: int,
-    at: Annotated[str, Query(pattern=r"^(earliest|latest|[0-9]{1,19})$")],
+    at: Annotated[str, Query(pattern=r"^(earliest|latest|max-timestamp|[0-9]{1,19})$")],
     isolation: Annotated[Isolation, Query()] = READ_COMMITTED,
 ) -> OffsetAnswer:
     found = runtime.topic_cache().get(topic, partition)

@@ -160,7 +160,14 @@ def test_produce_writes_flush_objects_only(resources):
         "dynamodb:Query",
         "dynamodb:ConditionCheckItem",
     }
-    assert keys("CommitOffsets") == ["topics", "log#*", "producers", "orphans", "due#*"]
+    assert keys("CommitOffsets") == [
+        "topics",
+        "topic-ids",  # auto-created topics' id items
+        "log#*",
+        "producers",
+        "orphans",
+        "due#*",
+    ]
     # The transaction coordinator deletes only its own items and pending offsets.
     assert "dynamodb:DeleteItem" in by_sid["CoordinateTransactions"]["Action"]
     assert keys("CoordinateTransactions") == ["txn#*", "offsets#*"]

@@ -29,6 +29,7 @@ from tests.functional.test_fetch_api import fetch, produce
 from tests.functional.test_produce_api import call
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from tidelog.kafka.apis import API_VERSIONS, ApiKey
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
@@ -220,9 +221,12 @@ def test_malformed_frames_close_only_their_connection(dev):
 
 def test_an_api_versions_request_newer_than_ours_gets_our_versions_at_v0(dev):
     host, port = dev.bootstrap.split(":")
+    newest = API_VERSIONS[ApiKey.API_VERSIONS][1]
+    frame = bytearray(_api_versions_frame(newest))
+    struct.pack_into(">h", frame, 6, newest + 1)  # a client newer than kafka-python's classes
     with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(_api_versions_frame(4))
-        answer = ApiVersionsResponse.decode(_read_frame(sock), version=4, header=True)
+        sock.sendall(frame)
+        answer = ApiVersionsResponse.decode(_read_frame(sock), version=0, header=True)
     assert answer.error_code == 35  # UNSUPPORTED_VERSION
     assert {k.api_key for k in answer.api_keys} >= {0, 1, 2, 3, 18}
 

@@ -257,6 +257,32 @@ def test_a_group_resumes_from_its_commits_and_admin_tools_read_it(dev, topic):
     again.close()
 
 
+def test_a_group_deleted_and_created_again_rebalances_at_once(dev, topic):
+    """Its generations count from 1 again: the state machine's execution names carry the
+    group's incarnation, or Step Functions would refuse the new group's as duplicates and its
+    rebalance would wait a minute for the stall to be noticed."""
+    produce(dev, topic, 6)
+    group = f"again-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=dev.bootstrap)
+    try:
+        for _ in range(2):
+            consumer = KafkaConsumer(
+                topic,
+                bootstrap_servers=dev.bootstrap,
+                group_id=group,
+                auto_offset_reset="earliest",
+                enable_auto_commit=False,
+                **FAST,
+            )
+            started = time.monotonic()
+            assert len(consume(consumer, 6)) == 6
+            assert time.monotonic() - started < 20  # not the minute a stalled one takes
+            consumer.close()
+            admin.delete_groups([group])
+    finally:
+        admin.close()
+
+
 def test_aiokafka_consumes_as_a_group_and_commits(dev, topic):
     produce(dev, topic, 12)
 

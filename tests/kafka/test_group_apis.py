@@ -458,3 +458,37 @@ def test_a_join_of_version_0_waits_as_long_as_its_session():
     assert joined["error_code"] == NONE
     member = agent.coord.load("g").members[joined["member_id"]]
     assert (member.session_timeout_ms, member.rebalance_timeout_ms) == (7000, 7000)
+
+
+def test_describe_groups_v6_answers_group_id_not_found_for_a_group_never_seen():
+    agent = Agent()
+    agent.member()
+    request = {"groups": ["g", "nobody"], "include_authorized_operations": False}
+    group, nobody = agent.call(ApiKey.DESCRIBE_GROUPS, 6, request)["groups"]
+    assert (group["error_code"], group["group_state"]) == (NONE, "Stable")
+    assert (nobody["error_code"], nobody["group_state"]) == (GROUP_ID_NOT_FOUND, "Dead")
+    assert nobody["error_message"] == "Group nobody not found."
+
+
+def test_list_groups_v5_names_each_groups_type_and_filters_by_it():
+    agent = Agent()
+    agent.member()
+    listed = agent.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})
+    assert [(g["group_id"], g["group_type"]) for g in listed["groups"]] == [("g", "classic")]
+    classic = agent.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["Classic"]})
+    assert [g["group_id"] for g in classic["groups"]] == ["g"]
+    other = agent.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": ["consumer"]})
+    assert other["groups"] == []
+
+
+def test_join_and_leave_with_a_reason_kip_800():
+    agent = Agent()
+    body = join_body(reason="rebalance needed")
+    first = agent.call(ApiKey.JOIN_GROUP, 9, body)
+    assert first["error_code"] == MEMBER_ID_REQUIRED
+    joined = agent.call(ApiKey.JOIN_GROUP, 9, {**body, "member_id": first["member_id"]})
+    assert (joined["error_code"], joined["skip_assignment"]) == (NONE, False)
+    member = {"member_id": joined["member_id"], "group_instance_id": None, "reason": "bye"}
+    left = agent.call(ApiKey.LEAVE_GROUP, 5, {"group_id": "g", "members": [member]})
+    assert [m["error_code"] for m in left["members"]] == [NONE]
+    assert agent.coord.load("g").members == {}

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tidelog.assignors import Subscription, TopicPartition, assign
+from tidelog.assignors import Subscription, TopicPartition, assign, assign_target
+from tidelog.errors import InvalidRequestError
 
 TOPICS = ["a", "b", "c", "d"]
 
@@ -165,3 +167,55 @@ def test_a_large_random_churn_stays_valid():
         members = next_generation(members, result, generation, rnd)
         result = assign("cooperative-sticky", partitions, members)
         check_valid(partitions, members, result, complete=False)
+
+
+# -- KIP-848's server-side assignors: each member's owned partitions are its current target --
+
+
+@settings(max_examples=150)
+@given(groups(), st.sampled_from(["uniform", "range"]), st.randoms())
+def test_server_assignors_are_valid_and_independent_of_member_order(group, assignor, rnd):
+    partitions, members = group
+    result = assign_target(assignor, partitions, members)
+    check_valid(partitions, members, result)
+    shuffled = list(members.items())
+    rnd.shuffle(shuffled)
+    assert assign_target(assignor, partitions, dict(shuffled)) == result
+
+
+@settings(max_examples=150)
+@given(groups(equal_subscriptions=True), st.randoms())
+def test_uniform_balances_a_homogeneous_group_within_one_and_keeps_what_it_may(group, rnd):
+    partitions, members = group
+    first = assign_target("uniform", partitions, members)
+    counts = [len(tps) for tps in first.values()]
+    assert max(counts) - min(counts) <= 1
+    again = assign_target("uniform", partitions, next_generation(members, first, 1, rnd, False))
+    assert again == first, "an unchanged group must keep its assignment"
+    following = next_generation(members, first, 1, rnd)
+    second = assign_target("uniform", partitions, following)
+    check_valid(partitions, following, second)
+    counts = [len(tps) for tps in second.values()]
+    assert max(counts) - min(counts) <= 1
+    min_quota = len(subscribed(partitions, following)) // len(following)
+    for member, subscription in following.items():
+        kept = set(subscription.owned_partitions) & set(second[member])
+        assert len(kept) >= min(len(subscription.owned_partitions), min_quota), member
+
+
+@settings(max_examples=100)
+@given(groups(equal_subscriptions=False), st.randoms())
+def test_uniform_balances_a_heterogeneous_group_as_far_as_subscriptions_allow(group, rnd):
+    partitions, members = group
+    first = assign_target("uniform", partitions, members)
+    check_no_improving_move(members, first)
+    following = next_generation(members, first, 1, rnd)
+    second = assign_target("uniform", partitions, following)
+    check_valid(partitions, following, second)
+    check_no_improving_move(following, second)
+
+
+def test_an_assignor_the_coordinator_does_not_run_is_unsupported_assignor():
+    with pytest.raises(InvalidRequestError) as refused:
+        assign_target("cooperative-sticky", {"a": 1}, {"m": Subscription(["a"])})
+    assert refused.value.kafka_error.name == "UNSUPPORTED_ASSIGNOR"

@@ -45,7 +45,7 @@ class ThreadRebalancer:
     def __init__(self) -> None:
         self.coordinator: Coordinator | None = None
 
-    def start(self, group: str, generation: int, delay_ms: int) -> None:
+    def start(self, group: str, generation: int, delay_ms: int, **execution) -> None:
         def run() -> None:
             time.sleep(0.02)
             assert self.coordinator is not None

@@ -65,6 +65,10 @@ FAST_GROUPS = {
     "TIDELOG_GROUP_MIN_SESSION_TIMEOUT_MS": "200",
     # Transactions past their timeout are aborted within half a second.
     "TIDELOG_TRANSACTION_CLEANUP_INTERVAL_MS": "500",
+    # Consumer-protocol members heartbeat every three seconds (librdkafka's heartbeat timeout
+    # too: never much shorter); a killed one is gone after twelve.
+    "TIDELOG_CONSUMER_SESSION_TIMEOUT_MS": "12000",
+    "TIDELOG_CONSUMER_HEARTBEAT_INTERVAL_MS": "3000",
 }
 
 

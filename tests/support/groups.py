@@ -21,7 +21,7 @@ class QueuedRebalancer:
     started: list[tuple[str, int, int]] = field(default_factory=list)
     coordinator: Coordinator | None = None
 
-    def start(self, group: str, generation: int, delay_ms: int) -> None:
+    def start(self, group: str, generation: int, delay_ms: int, **execution) -> None:
         self.started.append((group, generation, delay_ms))
 
     def run(self) -> list[dict[str, object]]:

@@ -20,6 +20,15 @@ KAFKA_SENDS_NULL: dict[tuple[str, str], str] = {
     ("ALTER_PARTITION_REASSIGNMENTS", "responses.partitions.error_message"): (
         "ApiError.NONE's message is null"
     ),
+    ("CONSUMER_GROUP_DESCRIBE", "groups.error_message"): 'schema default "null"',
+    ("CONSUMER_GROUP_DESCRIBE", "groups.members.instance_id"): "a dynamic member",
+    ("CONSUMER_GROUP_DESCRIBE", "groups.members.rack_id"): "a member naming no rack",
+    ("CONSUMER_GROUP_DESCRIBE", "groups.members.subscribed_topic_regex"): (
+        "a member subscribing by name"
+    ),
+    ("CONSUMER_GROUP_HEARTBEAT", "assignment"): "no new assignment to send",
+    ("CONSUMER_GROUP_HEARTBEAT", "error_message"): 'schema default "null"',
+    ("CONSUMER_GROUP_HEARTBEAT", "member_id"): "an error's answer",
     ("CREATE_ACLS", "results.error_message"): "ApiError.NONE's message is null",
     ("DELETE_ACLS", "filter_results.error_message"): "ApiError.NONE's message is null",
     ("DELETE_ACLS", "filter_results.matching_acls.error_message"): (
@@ -48,7 +57,12 @@ KAFKA_SENDS_NULL: dict[tuple[str, str], str] = {
     ("DESCRIBE_CONFIGS", "results.configs.synonyms.value"): "a sensitive config's value",
     ("DESCRIBE_CONFIGS", "results.configs.value"): "a sensitive config's value",
     ("DESCRIBE_CONFIGS", "results.error_message"): "ApiError.NONE's message is null",
+    ("DESCRIBE_GROUPS", "groups.error_message"): 'schema default "null"',
     ("DESCRIBE_GROUPS", "groups.members.group_instance_id"): 'schema default "null"',
+    ("DESCRIBE_TOPIC_PARTITIONS", "next_cursor"): "the last page",
+    ("DESCRIBE_TOPIC_PARTITIONS", "topics.topic_id"): "kio's reading of the zero UUID",
+    ("FETCH", "node_endpoints.rack"): 'schema default "null"',
+    ("FETCH", "responses.topic_id"): "kio's reading of the zero UUID",
     ("FETCH", "responses.partitions.aborted_transactions"): "read_uncommitted fetches",
     ("FIND_COORDINATOR", "coordinators.error_message"): "ApiError.NONE's message is null",
     ("FIND_COORDINATOR", "error_message"): "ApiError.NONE's message is null",
@@ -58,7 +72,10 @@ KAFKA_SENDS_NULL: dict[tuple[str, str], str] = {
     ("LEAVE_GROUP", "members.group_instance_id"): "a member that left by id",
     ("METADATA", "brokers.rack"): 'schema default "null"',
     ("METADATA", "cluster_id"): 'schema default "null"',
+    ("METADATA", "topics.name"): "a topic id nobody knows (v12+)",
     ("METADATA", "topics.topic_id"): "kio's reading of the zero UUID",
+    ("PRODUCE", "node_endpoints.rack"): 'schema default "null"',
+    ("PRODUCE", "responses.topic_id"): "kio's reading of the zero UUID",
     ("PRODUCE", "responses.partition_responses.error_message"): 'schema default "null"',
     ("PRODUCE", "responses.partition_responses.record_errors.batch_index_error_message"): (
         'schema default "null"'
@@ -71,7 +88,23 @@ KAFKA_SENDS_NULL: dict[tuple[str, str], str] = {
 
 # Nullable in the schemas, never null from Kafka: tidelog must not send null either.
 KAFKA_NEVER_NULL: dict[tuple[str, str], str] = {
+    ("CONSUMER_GROUP_DESCRIBE", "groups.members.assignment.topic_partitions.topic_id"): (
+        "an assigned partition's topic, by its id"
+    ),
+    ("CONSUMER_GROUP_DESCRIBE", "groups.members.target_assignment.topic_partitions.topic_id"): (
+        "an assigned partition's topic, by its id"
+    ),
+    ("CONSUMER_GROUP_HEARTBEAT", "assignment.topic_partitions.topic_id"): (
+        "an assigned partition's topic, by its id"
+    ),
     ("CREATE_TOPICS", "topics.configs"): "the controller leaves an error's configs empty",
+    ("DESCRIBE_TOPIC_PARTITIONS", "topics.name"): "every topic answered is named",
+    ("DESCRIBE_TOPIC_PARTITIONS", "topics.partitions.eligible_leader_replicas"): (
+        "the metadata cache lists them, empty without ELR"
+    ),
+    ("DESCRIBE_TOPIC_PARTITIONS", "topics.partitions.last_known_elr"): (
+        "the metadata cache lists them, empty without ELR"
+    ),
     ("FETCH", "responses.partitions.records"): "an error's records are MemoryRecords.EMPTY",
     ("OFFSET_FETCH", "groups.topics.partitions.metadata"): 'NO_METADATA is ""',
     ("OFFSET_FETCH", "topics.partitions.metadata"): 'NO_METADATA is ""',

@@ -3,6 +3,7 @@ membership, over the in-memory stores with the rebalances played in order."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -24,6 +25,7 @@ from tidelog.groups.model import (
     UnknownMemberError,
 )
 from tidelog.groups.offsets import OffsetCommit
+from tidelog.groups.rebalancer import execution_name
 from tidelog.log import keys
 from tidelog.storage import Put
 
@@ -568,3 +570,25 @@ def test_an_offset_delete_that_races_a_join_judges_the_new_subscription():
     assert raced
     assert outcome[("t0", 0)].kafka_error.name == "GROUP_SUBSCRIBED_TO_TOPIC"
     assert list(coord.committed("g")) == [("t0", 0)]
+
+
+def test_executions_are_named_apart_for_each_incarnation_and_protocol():
+    base = execution_name("billing", 1, "a1b2c3d4")
+    assert base != execution_name("billing", 1, "e5f6a7b8")  # the group deleted and made anew
+    assert base != execution_name("billing", 1, "a1b2c3d4", "consumer")  # an epoch, not a gen
+    assert base == execution_name("billing", 1, "a1b2c3d4", "classic")
+    long = execution_name("x" * 300 + "/é", 2**31 - 1, "a1b2c3d4", "consumer")
+    assert len(long) <= 80
+    assert re.fullmatch(r"[A-Za-z0-9_-]+", long)
+
+
+def test_a_group_made_anew_has_a_new_incarnation():
+    coord, _, topics, _, _ = coordinator()
+    topics.create("t", 1, {})
+    first = coord.join("g", JoinRequest(topics=("t",), session_timeout_ms=6000))
+    coord.leave("g", first.member_id)
+    was = coord.load("g").incarnation
+    coord.delete("g")
+    coord.join("g", JoinRequest(topics=("t",), session_timeout_ms=6000))
+    assert was
+    assert coord.load("g").incarnation not in ("", was)

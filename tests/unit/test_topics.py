@@ -7,13 +7,17 @@ import pytest
 from tidelog.errors import ConflictError
 from tidelog.log.configs import InvalidConfigError, validate_configs
 from tidelog.log.topics import (
+    TOPIC_IDS_PK,
     InvalidPartitionsError,
     InvalidTopicError,
+    TopicCache,
     TopicExistsError,
     Topics,
     UnknownTopicError,
+    UnknownTopicIdError,
     validate_name,
 )
+from tidelog.storage import Delete
 from tidelog.storage.memory import MemoryMetadataStore
 
 # TopicTest.testInvalidTopicNames / testTopicHasCollisionChars-style cases
@@ -108,8 +112,6 @@ def test_concurrent_changes_do_not_overwrite_each_other(topics):
 
 
 def test_the_produce_cache_refreshes_for_unknown_partitions_and_after_its_ttl(topics):
-    from tidelog.log.topics import TopicCache
-
     now = [0.0]
     cache = TopicCache(topics, ttl_s=1.0, clock_s=lambda: now[0])
     topics.create("t", 2, {})
@@ -120,3 +122,51 @@ def test_the_produce_cache_refreshes_for_unknown_partitions_and_after_its_ttl(to
     topics.alter_configs("t", {"retention.ms": 5})
     now[0] = 1.5
     assert cache.get("t").configs == {"retention.ms": "5"}
+
+
+def test_a_topic_is_found_by_its_id_and_only_its_own(topics):
+    now = [0.0]
+    cache = TopicCache(topics, ttl_s=1.0, clock_s=lambda: now[0])
+    created = topics.create("t", 2, {})
+    assert cache.by_id(created.topic_id) == created
+    topics.delete("t")
+    again = topics.create("t", 1, {})
+    now[0] = 2.0  # past the TTL: the name is read anew, and names another topic now
+    with pytest.raises(UnknownTopicIdError) as unknown:
+        cache.by_id(created.topic_id)
+    assert unknown.value.kafka_error.name == "UNKNOWN_TOPIC_ID"
+    assert cache.by_id(again.topic_id) == again
+
+
+def test_a_topic_created_before_id_items_is_found_by_listing_once_a_ttl():
+    meta = MemoryMetadataStore()
+    topics = Topics(meta, lambda: 42)
+    legacy = topics.create("old", 1, {})
+    meta.write(Delete(TOPIC_IDS_PK, legacy.topic_id))  # as stored before ids had items
+    listed = []
+    counting = Topics(meta, lambda: 42)
+    counting.list = lambda: listed.append(1) or topics.list()  # type: ignore[method-assign]
+    now = [0.0]
+    cache = TopicCache(counting, ttl_s=1.0, clock_s=lambda: now[0])
+    with pytest.raises(UnknownTopicIdError):
+        cache.by_id("00000000-0000-0000-0000-00000000000a")
+    with pytest.raises(UnknownTopicIdError):  # not listed again within the TTL
+        cache.by_id(legacy.topic_id)
+    assert len(listed) == 1
+    now[0] = 1.5
+    assert cache.by_id(legacy.topic_id) == legacy
+    assert cache.by_id(legacy.topic_id) == legacy  # remembered: no listing
+    assert len(listed) == 2
+
+
+def test_deleting_by_id_deletes_that_topic_and_no_other_of_its_name(topics):
+    first = topics.create("t", 1, {})
+    topics.delete("t")
+    second = topics.create("t", 1, {})
+    with pytest.raises(UnknownTopicIdError):
+        topics.delete_id(first.topic_id)
+    assert topics.get("t") == second
+    assert topics.delete_id(second.topic_id) == second
+    assert topics.name_of(second.topic_id) is None
+    with pytest.raises(UnknownTopicError):
+        topics.get("t")

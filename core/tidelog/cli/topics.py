@@ -88,8 +88,8 @@ def add_commands(commands: Any) -> None:
     offsets.add_argument(
         "--at",
         default="latest",
-        help="earliest, latest, a time in ms, an ISO time (UTC unless it says), or --at=-1h, -30m "
-        "(default latest)",
+        help="earliest, latest, max-timestamp, a time in ms, an ISO time (UTC unless it says), "
+        "or --at=-1h, -30m (default latest)",
     )
     connection_options(offsets, read=True)
 
@@ -248,9 +248,9 @@ def _offsets(admin: Any, args: argparse.Namespace, say: Callable[[str], None]) -
 
 
 def parse_time(value: str, now_ms: int) -> str | int:
-    """earliest, latest, ms since the epoch, an ISO 8601 time (UTC unless it says), or a time
-    relative to now (-30s, -15m, -1h, -7d)."""
-    if value in ("earliest", "latest"):
+    """earliest, latest, max-timestamp, ms since the epoch, an ISO 8601 time (UTC unless it
+    says), or a time relative to now (-30s, -15m, -1h, -7d)."""
+    if value in ("earliest", "latest", "max-timestamp"):
         return value
     if value.isdigit():
         return int(value)
@@ -260,7 +260,9 @@ def parse_time(value: str, now_ms: int) -> str | int:
     try:
         moment = datetime.datetime.fromisoformat(value)
     except ValueError:
-        raise UsageError(f"--at {value!r}: give earliest, latest, ms, an ISO time or -1h") from None
+        raise UsageError(
+            f"--at {value!r}: give earliest, latest, max-timestamp, ms, an ISO time or -1h"
+        ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.UTC)
     return int(moment.timestamp() * 1000)

@@ -109,8 +109,9 @@ class Admin:
         self.http.request("DELETE", f"/v1/topics/{_seg(name)}")
 
     def offset_at(self, topic: str, partition: int, at: str | int) -> OffsetAt:
-        """``at``: "earliest", "latest", or a time in ms (the first record at or after it;
-        (-1, -1) when none is, as Kafka's ListOffsets answers)."""
+        """``at``: "earliest", "latest", "max-timestamp" (the record with the largest
+        timestamp), or a time in ms (the first record at or after it; (-1, -1) when none is, as
+        Kafka's ListOffsets answers)."""
         answer = self.http.get(f"/v1/topics/{_seg(topic)}/partitions/{partition}/offsets", at=at)
         return OffsetAt(answer["offset"], answer["timestamp"])
 

@@ -18,11 +18,11 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from tidelog.assignors import TopicPartition, assign
 from tidelog.errors import RetriableError
-from tidelog.groups import items
+from tidelog.groups import items, stored
 from tidelog.groups.model import (
     REBALANCING,
     Assignment,
@@ -49,6 +49,8 @@ from tidelog.groups.model import (
     withheld,
 )
 from tidelog.groups.offsets import CommitResult, GroupOffsets, OffsetCommit
+from tidelog.groups.rebalancer import Rebalancer
+from tidelog.groups.stored import AnyGroup
 from tidelog.log.read.fetch import LogReader
 from tidelog.log.topics import Topics
 from tidelog.storage import (
@@ -66,12 +68,6 @@ REBALANCE_STALL_MS = 60_000
 BARRIER_POLL_S = 1  # how long the state machine waits before asking the barrier again
 _T = TypeVar("_T")
 _PATH_SAFE = re.compile(r"[A-Za-z0-9._~-]{1,100}")
-
-
-class Rebalancer(Protocol):
-    """Starts the computation of a generation's assignment (the state machine, in AWS)."""
-
-    def start(self, group: str, generation: int, delay_ms: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -112,6 +108,7 @@ class Coordinator:
         limits: Limits | None = None,
         initial_rebalance_delay_ms: int = 3000,
         new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        new_incarnation: Callable[[], str] = lambda: uuid.uuid4().hex[:8],
     ) -> None:
         self._meta = meta
         self._topics = topics
@@ -121,21 +118,21 @@ class Coordinator:
         self._limits = limits or Limits()
         self._initial_delay_ms = initial_rebalance_delay_ms
         self._new_id = new_id
-        self.offsets = GroupOffsets(
-            meta,
-            topics,
-            reader,
-            clock_ms=clock_ms,
-            current=lambda name: self._expired(self.load(name)),
-        )
+        self._new_incarnation = new_incarnation
+        self.offsets = GroupOffsets(meta, topics, reader, clock_ms=clock_ms, current=self.current)
 
     # -- reading -------------------------------------------------------------------------
 
     def load(self, name: str) -> Group:
-        return items.load_group(self._meta, name)
+        """The classic group (ConsumerProtocolGroupError for a consumer group's name)."""
+        return stored.load_classic(self._meta, name)
 
-    def groups(self) -> list[Group]:
-        return [self.load(str(item["sk"])) for item in self._meta.query(items.GROUPS_PK)]
+    def groups(self) -> list[AnyGroup]:
+        """Every group, of either protocol, sessions that ran out removed (not written)."""
+        return [self.current(str(item["sk"])) for item in self._meta.query(items.GROUPS_PK)]
+
+    def current(self, name: str) -> AnyGroup:
+        return stored.load_any(self._meta, name, self._clock_ms(), self._expired)
 
     def describe(self, name: str) -> Group:
         """The group as it is (sessions that ran out removed); a group that does not exist is
@@ -150,6 +147,7 @@ class Coordinator:
         """A new member joins; ``member_id``, when given, is one ``reserve_member_id`` handed
         out (UNKNOWN_MEMBER_ID once its time is up)."""
         validate_group_id(name)
+        stored.release_consumer(self._meta, name)
         now = self._clock_ms()
 
         def change(group: Group) -> tuple[Group, list[Write], Joined]:
@@ -204,6 +202,7 @@ class Coordinator:
         one session timeout. A client whose join answer was lost retries with it, rather than
         leaving a member behind that no one will ever heartbeat."""
         validate_group_id(name)
+        stored.release_consumer(self._meta, name)
         now = self._clock_ms()
         member_id = self._member_id(request)
         self._member(member_id, request, now)  # checked now, not when the member comes back
@@ -478,6 +477,8 @@ class Coordinator:
             loaded = self.load(name)
             group = self._expired(loaded, arrived_ms) if expire else loaded
             new, extra, answer = change(group)
+            if not loaded.exists:
+                new = replace(new, incarnation=self._new_incarnation())
             writes = items.diff(name, loaded, new) + extra
             if not writes:
                 return answer
@@ -488,7 +489,7 @@ class Coordinator:
             if new.generation != loaded.generation and new.members:
                 delay = self._initial_delay_ms if loaded.state == State.EMPTY else 0
                 try:
-                    self._rebalancer.start(name, new.generation, delay)
+                    self._rebalancer.start(name, new.generation, delay, incarnation=new.incarnation)
                 except Exception:  # the change stands; a heartbeat restarts a stalled one
                     logger.exception(
                         "group %s: could not start generation %d's rebalance", name, new.generation

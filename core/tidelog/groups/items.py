@@ -13,8 +13,9 @@ Items (one table, ``pk``/``sk``)::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
+from typing import Protocol, TypeVar
 
 from tidelog.assignors import TopicPartition
 from tidelog.groups.model import Assignment, Committed, Group, Member, State, empty_group
@@ -63,11 +64,21 @@ def offset_sk(topic: str, partition: int) -> str:
     return f"{topic}#{partition:010d}"
 
 
-def meta_condition(group: Group) -> Condition:
+class Versioned(Protocol):
+    """A group of either protocol, as far as its meta item's compare-and-set goes."""
+
+    @property
+    def exists(self) -> bool: ...
+
+    @property
+    def version(self) -> int: ...
+
+
+def meta_condition(group: Versioned) -> Condition:
     return ItemAbsent() if not group.exists else Compare("version", "=", group.version)
 
 
-def meta_check(name: str, group: Group) -> Write:
+def meta_check(name: str, group: Versioned) -> Write:
     return Check(group_pk(name), META_SK, meta_condition(group))
 
 
@@ -154,26 +165,7 @@ def fence(name: str, previous: Member) -> Write:
 
 def diff(name: str, old: Group, new: Group) -> list[Write]:
     """The writes that turn ``old`` into ``new``; the meta item compare-and-set first."""
-    writes: list[Write] = []
-    for member_id, member in old.members.items():
-        if member_id not in new.members:
-            writes.append(
-                Delete(
-                    group_pk(name),
-                    MEMBER_PREFIX + member_id,
-                    Compare("heartbeat_ms", "=", member.heartbeat_ms),
-                )
-            )
-    for member_id, member in new.members.items():
-        before = old.members.get(member_id)
-        if before == member:
-            continue
-        condition = (
-            ItemAbsent()
-            if before is None
-            else all_of(ItemExists(), Compare("heartbeat_ms", "=", before.heartbeat_ms))
-        )
-        writes.append(Put(member_item(name, member), condition))
+    writes = member_writes(name, old.members, new.members, member_item)
     for member_id in old.pending.keys() - new.pending.keys():
         writes.append(Delete(group_pk(name), PENDING_PREFIX + member_id))
     for member_id in new.pending.keys() - old.pending.keys():
@@ -191,11 +183,55 @@ def diff(name: str, old: Group, new: Group) -> list[Write]:
     return writes
 
 
-def guard(name: str, group: Group) -> list[Write]:
+class Beating(Protocol):
+    """A member of either protocol, as far as its item's compare-and-set goes."""
+
+    @property
+    def heartbeat_ms(self) -> int: ...
+
+
+_M = TypeVar("_M", bound=Beating)
+
+
+def member_writes(
+    name: str,
+    old: Mapping[str, _M],
+    new: Mapping[str, _M],
+    item_of: Callable[[str, _M], Item],
+) -> list[Write]:
+    """Members put or deleted, each conditional on the heartbeat it was read with: a member
+    changed by anyone else meanwhile makes the change computed again."""
+    writes: list[Write] = []
+    for member_id, member in old.items():
+        if member_id not in new:
+            writes.append(
+                Delete(
+                    group_pk(name),
+                    MEMBER_PREFIX + member_id,
+                    Compare("heartbeat_ms", "=", member.heartbeat_ms),
+                )
+            )
+    for member_id, member in new.items():
+        before = old.get(member_id)
+        if before == member:
+            continue
+        condition = (
+            ItemAbsent()
+            if before is None
+            else all_of(ItemExists(), Compare("heartbeat_ms", "=", before.heartbeat_ms))
+        )
+        writes.append(Put(item_of(name, member), condition))
+    return writes
+
+
+def guard(name: str, group: Versioned) -> list[Write]:
     """What keeps a write of offsets conditional on ``group`` as read: a check of its meta
     item, or for a group that does not exist yet its creation, Empty (Kafka's coordinator
     creates a group on the first offsets committed to it, so it is listed and described)."""
-    return _meta_writes(name, group, group) if not group.exists else [meta_check(name, group)]
+    if group.exists:
+        return [meta_check(name, group)]
+    assert isinstance(group, Group)  # a consumer group exists once read as one
+    return _meta_writes(name, group, group)
 
 
 def _meta_writes(name: str, old: Group, new: Group) -> list[Write]:
@@ -207,6 +243,8 @@ def _meta_writes(name: str, old: Group, new: Group) -> list[Write]:
         "version": old.version + 1,
         "rebalance_ms": new.rebalance_ms,
     }
+    if new.incarnation:
+        item["incarnation"] = new.incarnation
     if new.protocol is not None:
         item["protocol"] = new.protocol
     writes: list[Write] = [Put(item, meta_condition(old))]
@@ -230,6 +268,7 @@ def group_from_items(name: str, found: Iterable[Mapping[str, object]]) -> Group:
                 protocol=None if item.get("protocol") is None else str(item["protocol"]),
                 version=int_of(item["version"]),
                 rebalance_ms=int_of(item.get("rebalance_ms", 0)),
+                incarnation=str(item.get("incarnation", "")),
             )
         elif sk.startswith(MEMBER_PREFIX):
             member = member_from_item(item)

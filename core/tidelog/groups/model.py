@@ -167,6 +167,9 @@ class Group:
     """Member ids handed out before the member joins (Kafka's MEMBER_ID_REQUIRED, KIP-394),
     each until its session would have run out (ms)."""
     rebalance_ms: int = 0  # when the current generation began
+    incarnation: str = ""
+    """Drawn when the group is created: its generations count from 1 again after a deletion,
+    and this keeps their state machine executions apart (tidelog.groups.rebalancer)."""
 
     @property
     def exists(self) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from tidelog.errors import ConflictError, InvalidRequestError, RetriableError, TidelogError
 from tidelog.groups import items
+from tidelog.groups.consumer.model import ConsumerGroup, StaleMemberEpochError
 from tidelog.groups.model import (
     MAX_METADATA_BYTES,
     REBALANCING,
@@ -59,9 +60,10 @@ class GroupOffsets:
         reader: LogReader,
         *,
         clock_ms: Callable[[], int],
-        current: Callable[[str], Group],
+        current: Callable[[str], Group | ConsumerGroup],
     ) -> None:
-        """``current``: the group as it is now, members whose session ran out removed."""
+        """``current``: the group as it is now, of either protocol, members whose session ran
+        out removed."""
         self._meta = meta
         self._topics = topics
         self._reader = reader
@@ -136,7 +138,10 @@ class GroupOffsets:
             return [CommitResult(c.topic, c.partition, c.offset) for c in chunk]
         raise RetriableError(f"group {name} kept changing under the commit; try again")
 
-    def _fence_commit(self, group: Group, member_id: str, generation: int) -> None:
+    def _fence_commit(self, group: Group | ConsumerGroup, member_id: str, generation: int) -> None:
+        if isinstance(group, ConsumerGroup):
+            _fence_consumer_commit(group, member_id, generation)
+            return
         if not group.members:
             if member_id or generation != -1:
                 raise UnknownMemberError(
@@ -323,9 +328,25 @@ class GroupOffsets:
         raise InvalidRequestError("to must be earliest, latest, timestamp or offset")
 
 
+def _fence_consumer_commit(group: ConsumerGroup, member_id: str, epoch: int) -> None:
+    """Kafka's ConsumerGroup.validateOffsetCommit: a member's commit carries its current
+    epoch (STALE_MEMBER_EPOCH otherwise); one from outside the group management (epoch -1) is
+    taken only while the group is empty."""
+    if epoch < 0 and not group.members:
+        return
+    member = group.members.get(member_id)
+    if member is None:
+        raise UnknownMemberError(f"Member {member_id} is not a member of group {group.name}.")
+    if epoch != member.epoch:
+        raise StaleMemberEpochError(
+            f"The received member epoch {epoch} does not match the expected member epoch "
+            f"{member.epoch}."
+        )
+
+
 class SubscribedTopicError(ConflictError):
     default_kafka_error = "GROUP_SUBSCRIBED_TO_TOPIC"
 
 
-def _subscribed(group: Group, topic: str) -> bool:
+def _subscribed(group: Group | ConsumerGroup, topic: str) -> bool:
     return any(member.subscribes(topic) for member in group.members.values())

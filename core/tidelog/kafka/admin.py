@@ -96,9 +96,11 @@ def delete_topics(body: Any) -> Answer:
     for request in _deletions(body):
         name, topic_id = request
         try:
-            if name is None:
-                name = _name_of(topic_id)
-            deleted = runtime.topics().delete(name)
+            if name is None:  # by id: that topic, not one that took its name since
+                deleted = runtime.topics().delete_id(str(topic_id))
+                name = deleted.name
+            else:
+                deleted = runtime.topics().delete(name)
             answers.append(_deleted(name, uuid.UUID(deleted.topic_id), None))
         except TidelogError as exc:
             answers.append(_deleted(name, topic_id, exc))
@@ -112,13 +114,6 @@ def _deletions(body: Any) -> list[tuple[str | None, uuid.UUID]]:
         (None if t.name is None else str(t.name), t.topic_id or uuid.UUID(int=0))
         for t in items(body.topics)
     ]
-
-
-def _name_of(topic_id: uuid.UUID) -> str:
-    for topic in runtime.topics().list():
-        if topic.topic_id == str(topic_id):
-            return topic.name
-    raise TidelogError(f"no topic has the id {topic_id}", kafka_error="UNKNOWN_TOPIC_ID")
 
 
 def _deleted(name: str | None, topic_id: uuid.UUID, error: TidelogError | None) -> Answer:

@@ -1,6 +1,7 @@
-"""The Kafka APIs the agent serves, and the versions of each: Kafka 3.x's maxima, floors at
-Kafka 4's (KIP-896). Only what is implemented is advertised: a client picks the highest version
-both sides know, so an API listed here must work at every version listed.
+"""The Kafka APIs the agent serves, and the versions of each: up to the newest that librdkafka
+and Kafka 4.1's Java client send, floors at Kafka 4's (KIP-896). Only what is implemented is
+advertised: a client picks the highest version both sides know, so an API listed here must work
+at every version listed.
 
 One exception, Kafka 4's own (KAFKA-18659): Produce is advertised from v0, because librdkafka
 before 2.11.1 compresses only for a broker that lists Produce v0 (librdkafka issue 4956), and
@@ -56,24 +57,27 @@ class ApiKey(enum.IntEnum):
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
+    DESCRIBE_TOPIC_PARTITIONS = 75
 
 
 API_VERSIONS = MappingProxyType(
     {
-        ApiKey.PRODUCE: (0, 9),
-        ApiKey.FETCH: (4, 12),
-        ApiKey.LIST_OFFSETS: (1, 7),
-        ApiKey.METADATA: (0, 11),
-        ApiKey.OFFSET_COMMIT: (2, 8),
-        ApiKey.OFFSET_FETCH: (1, 8),
-        ApiKey.FIND_COORDINATOR: (0, 4),
-        ApiKey.JOIN_GROUP: (0, 7),
+        ApiKey.PRODUCE: (0, 13),
+        ApiKey.FETCH: (4, 18),
+        ApiKey.LIST_OFFSETS: (1, 10),
+        ApiKey.METADATA: (0, 13),
+        ApiKey.OFFSET_COMMIT: (2, 9),
+        ApiKey.OFFSET_FETCH: (1, 9),
+        ApiKey.FIND_COORDINATOR: (0, 6),
+        ApiKey.JOIN_GROUP: (0, 9),
         ApiKey.HEARTBEAT: (0, 4),
-        ApiKey.LEAVE_GROUP: (0, 4),
+        ApiKey.LEAVE_GROUP: (0, 5),
         ApiKey.SYNC_GROUP: (0, 5),
-        ApiKey.DESCRIBE_GROUPS: (0, 5),
-        ApiKey.LIST_GROUPS: (0, 4),
-        ApiKey.API_VERSIONS: (0, 3),
+        ApiKey.DESCRIBE_GROUPS: (0, 6),
+        ApiKey.LIST_GROUPS: (0, 5),
+        ApiKey.API_VERSIONS: (0, 4),
         ApiKey.CREATE_TOPICS: (2, 7),
         ApiKey.DELETE_TOPICS: (1, 6),
         ApiKey.DELETE_RECORDS: (0, 2),
@@ -102,6 +106,9 @@ API_VERSIONS = MappingProxyType(
         ApiKey.DESCRIBE_PRODUCERS: (0, 0),
         ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
         ApiKey.LIST_TRANSACTIONS: (0, 1),
+        ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
+        ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
     }
 )
 

@@ -19,23 +19,28 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from tidelog import runtime
 from tidelog.assignors import ASSIGNORS
 from tidelog.errors import TidelogError
+from tidelog.groups.consumer.model import ConsumerGroup
 from tidelog.groups.coordinator import Coordinator, JoinRequest
 from tidelog.groups.model import (
     Assignment,
     FencedInstanceError,
     Group,
+    GroupNotFoundError,
     IllegalGenerationError,
     InconsistentProtocolError,
     RebalanceInProgressError,
     State,
     UnknownMemberError,
+    empty_group,
     validate_group_id,
 )
+from tidelog.groups.stored import AnyGroup, ConsumerProtocolGroupError
 from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
 from tidelog.kafka.consumer_protocol import (
     PROTOCOL_TYPE,
@@ -49,12 +54,14 @@ from tidelog.kafka.registry import Brokers
 
 _R = TypeVar("_R")
 
+CLASSIC, CONSUMER = "classic", "consumer"  # ListGroups' group types (v5, KIP-848)
+NOT_FOUND_SINCE = 6  # DescribeGroups answers GROUP_ID_NOT_FOUND from v6 (KIP-1043), Dead before
 LEADER = "tidelog"
 """JoinGroup's leader: no member's id (each starts with a client id or a uuid), so no client
 runs an assignor of its own."""
 POLL_S = 0.2
 """How often a waiting JoinGroup or SyncGroup reads the group (one query each time)."""
-GROUP_KEY = 0  # FindCoordinator's key type for groups (1 is transactions')
+GROUP_KEY, TXN_KEY = 0, 1  # FindCoordinator's key types
 
 
 class GroupHandlers:
@@ -83,7 +90,10 @@ class GroupHandlers:
         if keys is None:  # before v4: one key
             keys = [field(request.body, "key")]
         shown = visible(self._brokers.live(), client_zone(request.client_id))
-        found = [self._coordinator_of(str(key), key_type, shown) for key in keys]
+        if key_type in (GROUP_KEY, TXN_KEY):
+            found = [self._coordinator_of(str(key), key_type, shown) for key in keys]
+        else:  # share groups (2, KIP-932) are not served; Kafka without them answers so
+            found = [_no_coordinator(str(key), "INVALID_REQUEST") for key in keys]
         first = found[0] if found else {}  # what versions before 4 answer, at the top level
         return {"throttle_time": 0, **first, "coordinators": found}
 
@@ -256,17 +266,29 @@ class GroupHandlers:
     def describe_groups(self, request: Request) -> Answer:
         return {
             "throttle_time": 0,
-            "groups": [self._describe(str(name)) for name in items(request.body.groups)],
+            "groups": [
+                self._describe(str(name), request.api_version)
+                for name in items(request.body.groups)
+            ],
         }
 
-    def _describe(self, name: str) -> Answer:
+    def _describe(self, name: str, version: int) -> Answer:
         try:
-            group = self._coordinator().describe(name)
+            try:
+                group = self._coordinator().describe(name)
+            except ConsumerProtocolGroupError:  # Kafka: no classic group of that name
+                group = replace(empty_group(name), state=State.DEAD)
+                missing = f"Group {name} is not a classic group."
+            else:
+                missing = f"Group {name} not found."
+            if not group.exists and version >= NOT_FOUND_SINCE:
+                raise GroupNotFoundError(missing)
         except TidelogError as exc:
             return {
                 "error_code": exc.kafka_error.code,
+                "error_message": exc.message,
                 "group_id": name,
-                "group_state": "",
+                "group_state": State.DEAD.value if isinstance(exc, GroupNotFoundError) else "",
                 "protocol_type": "",
                 "protocol_data": "",
                 "members": [],
@@ -301,14 +323,17 @@ class GroupHandlers:
 
     def list_groups(self, request: Request) -> Answer:
         states = {s.lower() for s in items(field(request.body, "states_filter"))}
+        types = {t.lower() for t in items(field(request.body, "types_filter"))}
         listed = [
             {
                 "group_id": group.name,
                 "protocol_type": PROTOCOL_TYPE if group.exists else "",
                 "group_state": group.state.value,
+                "group_type": _type(group),
             }
             for group in self._coordinator().groups()
-            if not states or group.state.value.lower() in states
+            if (not states or group.state.value.lower() in states)
+            and (not types or _type(group) in types)
         ]
         return {"throttle_time": 0, "error_code": NONE, "groups": listed}
 
@@ -326,6 +351,21 @@ class GroupHandlers:
                 error = exc.kafka_error.code
             results.append({"group_id": str(name), "error_code": error})
         return {"throttle_time": 0, "results": results}
+
+
+def _type(group: AnyGroup) -> str:
+    return CONSUMER if isinstance(group, ConsumerGroup) else CLASSIC
+
+
+def _no_coordinator(key: str, error: str) -> Answer:
+    return {
+        "key": key,
+        "node_id": -1,
+        "host": "",
+        "port": -1,
+        "error_code": code(error),
+        "error_message": f"no coordinator of this key type for {key!r}",
+    }
 
 
 def _member(body: Any) -> tuple[str, str, int]:

@@ -18,10 +18,12 @@ from tidelog.errors import TidelogError
 from tidelog.kafka import access, admin, configs, producers, replicas
 from tidelog.kafka.apis import API_VERSIONS, LEGACY_PRODUCE, ApiKey
 from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
+from tidelog.kafka.consumer_groups import ConsumerGroupHandlers
 from tidelog.kafka.groups import GroupHandlers
 from tidelog.kafka.metadata import MetadataHandlers
 from tidelog.kafka.offsets import OffsetHandlers
 from tidelog.kafka.registry import Brokers
+from tidelog.kafka.topicrefs import TopicRef, topic_ref
 from tidelog.kafka.transactions import TransactionHandlers
 from tidelog.kafka.watcher import HighWatermarkWatcher, Partition
 from tidelog.log.head import Head, OffsetOutOfRangeError, high_watermarks
@@ -36,7 +38,15 @@ from tidelog.transactions.coordinator import verify
 from tidelog.txn.guard import TxnGuard
 from tidelog.txn.state import ProducerFencedError, Txn
 
-EARLIEST, LATEST = -2, -1  # ListOffsets' special timestamps
+# ListOffsets' special timestamps. The local log (KIP-405) is the whole log: nothing is tiered.
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+_SINCE = {LATEST: 1, EARLIEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
+_SPECS = {
+    EARLIEST: "earliest",
+    LATEST: "latest",
+    MAX_TIMESTAMP: "max-timestamp",
+    EARLIEST_LOCAL: "earliest",
+}
 READ_COMMITTED = 1  # Fetch's and ListOffsets' isolation_level
 PARTITION_READS = 16
 
@@ -52,6 +62,7 @@ class Handlers:
         self._partition_reads = ThreadPoolExecutor(PARTITION_READS, thread_name_prefix="fetch")
         self.metadata = MetadataHandlers(brokers)
         groups = GroupHandlers(brokers)
+        consumer_groups = ConsumerGroupHandlers()
         offsets = OffsetHandlers()
         transactions = TransactionHandlers()
         self._apis: Mapping[ApiKey, Callable[[Request], Answer]] = {
@@ -79,6 +90,8 @@ class Handlers:
             ApiKey.DESCRIBE_GROUPS: groups.describe_groups,
             ApiKey.LIST_GROUPS: groups.list_groups,
             ApiKey.DELETE_GROUPS: groups.delete_groups,
+            ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.heartbeat,
+            ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.describe,
             ApiKey.CREATE_TOPICS: lambda r: admin.create_topics(r.body),
             ApiKey.DELETE_TOPICS: lambda r: admin.delete_topics(r.body),
             ApiKey.CREATE_PARTITIONS: lambda r: admin.create_partitions(r.body),
@@ -101,6 +114,7 @@ class Handlers:
             ApiKey.DESCRIBE_CLIENT_QUOTAS: access.describe_client_quotas,
             ApiKey.ALTER_CLIENT_QUOTAS: access.alter_client_quotas,
             ApiKey.DESCRIBE_CLUSTER: self.metadata.describe_cluster,
+            ApiKey.DESCRIBE_TOPIC_PARTITIONS: self.metadata.describe_topic_partitions,
         }
 
     @property
@@ -133,35 +147,37 @@ class Handlers:
         # sent the batches again (under a new epoch, even): what has not committed yet is
         # withdrawn. acks=0 is written whatever happens to the connection, as on Kafka.
         withdrawn = request.gone if int(field(body, "acks", -1)) != 0 else None
-        placed: list[tuple[str, int, Topic | None, AppendRequest | TidelogError]] = []
+        placed: list[tuple[TopicRef, int, Topic | None, AppendRequest | TidelogError]] = []
         for topic_data in items(body.topic_data):
-            name = str(topic_data.name)
+            ref = topic_ref(topic_data, "name")
             for partition_data in items(topic_data.partition_data):
                 index = int(partition_data.index)
                 try:
-                    found = runtime.topic_cache().get(name, index)
+                    if ref.error is not None:
+                        raise ref.error
+                    found = runtime.topic_cache().get(ref.name, index)
                     found.check_partition(index)
                     batches = parse_raw(found, bytes(partition_data.records or b""), now)
-                    guard = guards.of(name, index, batches)
+                    guard = guards.of(ref.name, index, batches)
                     asked = AppendRequest(found, index, batches, withdrawn=withdrawn, guard=guard)
-                    placed.append((name, index, found, asked))
+                    placed.append((ref, index, found, asked))
                 except TidelogError as exc:
-                    placed.append((name, index, None, exc))
+                    placed.append((ref, index, None, exc))
         appends = [a for _, _, _, a in placed if isinstance(a, AppendRequest)]
         pending = runtime.appender().submit(appends) if appends else []
         queued()
         results = iter([future.result() for future in pending])
-        answers: dict[str, list[Answer]] = {}
-        for name, index, topic, append in placed:
+        answers: dict[TopicRef, list[Answer]] = {}
+        for ref, index, topic, append in placed:
             outcome: Any = append
             if isinstance(append, AppendRequest):
                 result = next(results)
                 outcome = result.error if result.error is not None else result
-            answers.setdefault(name, []).append(_produce_partition(index, topic, outcome, now))
+            answers.setdefault(ref, []).append(_produce_partition(index, topic, outcome, now))
         return {
             "responses": [
-                {"name": name, "partition_responses": partitions}
-                for name, partitions in answers.items()
+                {"name": ref.name, "topic_id": ref.topic_id, "partition_responses": partitions}
+                for ref, partitions in answers.items()
             ],
             "throttle_time": 0,
         }
@@ -171,7 +187,7 @@ class Handlers:
         return {
             "responses": [
                 {
-                    "name": t.name,
+                    "name": t.name,  # only the versions before topic ids are refused
                     "partition_responses": [
                         _produce_error(int(p.index), code(error), None)
                         for p in items(t.partition_data)
@@ -190,12 +206,21 @@ class Handlers:
         min_bytes = int(body.min_bytes)
         budget = int(field(body, "max_bytes", 2**31 - 1))
         committed = int(field(body, "isolation_level", 0)) == READ_COMMITTED
-        wanted = [
-            (str(t.topic), int(p.partition), int(p.fetch_offset), int(p.partition_max_bytes))
-            for t in items(body.topics)
-            for p in items(t.partitions)
-        ]
-        results = self._fetch_partitions(wanted, committed)
+        refs: list[TopicRef] = []
+        wanted: list[tuple[str, int, int, int]] = []
+        for t in items(body.topics):
+            ref = topic_ref(t, "topic")
+            for p in items(t.partitions):
+                refs.append(ref)
+                wanted.append(
+                    (ref.name, int(p.partition), int(p.fetch_offset), int(p.partition_max_bytes))
+                )
+        read = iter(
+            self._fetch_partitions(
+                [w for w, ref in zip(wanted, refs, strict=True) if ref.error is None], committed
+            )
+        )
+        results = [ref.error if ref.error is not None else next(read) for ref in refs]
         while sum(_size(r) for r in results) < min_bytes:
             # Not enough yet: wait for a commit to any partition that had nothing, then read
             # those again; what was already read is kept.
@@ -211,11 +236,11 @@ class Handlers:
             again = self._fetch_partitions([wanted[i] for i in empty], committed)
             for i, result in zip(empty, again, strict=True):
                 results[i] = result
-        answers: dict[str, list[Answer]] = {}
+        answers: dict[TopicRef, list[Answer]] = {}
         first = True
-        for (name, partition, _, _), result in zip(wanted, results, strict=True):
+        for ref, (_, partition, _, _), result in zip(refs, wanted, results, strict=True):
             if isinstance(result, TidelogError):
-                answers.setdefault(name, []).append(_fetch_error(partition, result))
+                answers.setdefault(ref, []).append(_fetch_error(partition, result))
                 continue
             records = bytearray()
             for batch in result.batches:
@@ -224,7 +249,7 @@ class Handlers:
                 records += batch.data
                 first = False
             budget -= len(records)
-            answers.setdefault(name, []).append(
+            answers.setdefault(ref, []).append(
                 {
                     "partition_index": partition,
                     "error_code": NONE,
@@ -244,7 +269,8 @@ class Handlers:
             "error_code": NONE,
             "session_id": 0,
             "responses": [
-                {"topic": name, "partitions": partitions} for name, partitions in answers.items()
+                {"topic": ref.name, "topic_id": ref.topic_id, "partitions": partitions}
+                for ref, partitions in answers.items()
             ],
         }
 
@@ -306,10 +332,15 @@ class Handlers:
                 try:
                     topic = runtime.topic_cache().get(name, index)
                     topic.check_partition(index)
-                    if at < EARLIEST:
-                        raise _unsupported_timestamp(at)
-                    spec = {EARLIEST: "earliest", LATEST: "latest"}.get(at, str(at))
-                    offset, timestamp = list_offset(reader, topic, index, spec, committed=committed)
+                    if at < 0 and request.api_version < _SINCE.get(at, 2**15):
+                        raise _unsupported_timestamp(at, request.api_version)
+                    if at == LATEST_TIERED:  # nothing is tiered: Kafka's answer without it
+                        answer.update(offset=-1, timestamp=-1, leader_epoch=-1)
+                        partitions.append(answer)
+                        continue
+                    offset, timestamp = list_offset(
+                        reader, topic, index, _SPECS.get(at, str(at)), committed=committed
+                    )
                     answer.update(offset=offset, timestamp=timestamp)
                 except TidelogError as exc:
                     answer.update(error_code=exc.kafka_error.code, offset=-1, timestamp=-1)
@@ -425,8 +456,10 @@ def _size(result: PartitionData | TidelogError) -> int:
     return result.size if isinstance(result, PartitionData) else 0
 
 
-def _unsupported_timestamp(at: int) -> TidelogError:
+def _unsupported_timestamp(at: int, version: int) -> TidelogError:
+    """Kafka's answer to a special timestamp the request's version does not have yet."""
     return TidelogError(
-        f"ListOffsets timestamp {at}: give -2 (earliest), -1 (latest) or a time in ms",
+        f"ListOffsets v{version} has no timestamp {at}: -1 (latest) and -2 (earliest) from v1, "
+        "-3 (max timestamp) from v7, -4 (earliest local) from v8, -5 (latest tiered) from v9",
         kafka_error="UNSUPPORTED_VERSION",
     )

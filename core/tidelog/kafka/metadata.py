@@ -12,13 +12,16 @@ from typing import Any
 
 from tidelog import runtime
 from tidelog.cluster import describe_cluster
-from tidelog.errors import TidelogError
-from tidelog.kafka.codec import NONE, Answer, Request, code, field
+from tidelog.errors import InvalidRequestError, TidelogError
+from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
 from tidelog.kafka.node import Node
 from tidelog.kafka.placement import client_zone, owner, partition_key, visible
 from tidelog.kafka.registry import Brokers
+from tidelog.kafka.topicrefs import NO_ID, topic_ref
 from tidelog.log.topics import Topic
 
+MAX_PAGE_PARTITIONS = 2000  # Kafka's max.request.partition.size.limit
+TOPIC_IDS = 12  # the first version that looks topics up by id (v10-11 carry the field only)
 UNKNOWN_OPERATIONS = -(2**31)  # authorized operations, when not asked for
 BROKERS, CONTROLLERS = 1, 2  # DescribeCluster's endpoint types
 
@@ -37,9 +40,11 @@ class MetadataHandlers:
         else:
             # Versions before 4 have no flag: they always asked for creation, as Kafka reads them.
             create = bool(field(body, "allow_auto_topic_creation", True))
-            topics = [self._named(str(t.name), nodes, create) for t in wanted]
+            by_id = request.api_version >= TOPIC_IDS
+            topics = [self._named(t, nodes, create, by_id) for t in wanted]
         return {
             "throttle_time": 0,
+            "error_code": NONE,
             "brokers": [
                 {"node_id": node.node_id, "host": node.host, "port": node.port, "rack": node.rack}
                 for node in nodes
@@ -49,6 +54,48 @@ class MetadataHandlers:
             "topics": topics,
             "cluster_authorized_operations": UNKNOWN_OPERATIONS,
         }
+
+    def describe_topic_partitions(self, request: Request) -> Answer:
+        """KIP-966's paged Metadata: the topics named (all, when none is), by name, from the
+        cursor's topic and partition on, at most ``response_partition_limit`` partitions (and
+        Kafka's 2,000) per answer, with a cursor to the rest. Named topics that are unknown
+        answer UNKNOWN_TOPIC_OR_PARTITION; they are never created here."""
+        body = request.body
+        cursor = field(body, "cursor")
+        start = str(cursor.topic_name) if cursor is not None else ""
+        named = [str(t.name) for t in items(body.topics)]
+        if cursor is not None and (
+            int(cursor.partition_index) < 0 or (named and start not in named)
+        ):
+            error = code("INVALID_REQUEST")  # Kafka's answer to the whole request, per topic
+            return {
+                "throttle_time": 0,
+                "topics": [_no_topic(name, error) for name in named],
+                "next_cursor": None,
+            }
+        listed = {t.name: t for t in runtime.topics().list()}
+        wanted = sorted({n for n in (named or listed) if n >= start})
+        nodes = self.shown(request)
+        room = max(1, min(MAX_PAGE_PARTITIONS, int(body.response_partition_limit)))
+        topics: list[Answer] = []
+        next_cursor = None
+        for name in wanted:
+            if room == 0:
+                next_cursor = {"topic_name": name, "partition_index": 0}
+                break
+            topic = listed.get(name)
+            if topic is None:
+                topics.append(_no_topic(name, code("UNKNOWN_TOPIC_OR_PARTITION")))
+                continue
+            first = int(cursor.partition_index) if cursor is not None and name == start else 0
+            shown = topic_metadata(topic, nodes, first, room)
+            topics.append(shown)
+            room -= len(shown["partitions"])
+            end = first + len(shown["partitions"])
+            if end < topic.partitions:
+                next_cursor = {"topic_name": name, "partition_index": end}
+                break
+        return {"throttle_time": 0, "topics": topics, "next_cursor": next_cursor}
 
     def describe_cluster(self, request: Request) -> Answer:
         """The agents, as brokers (v1's endpoint type 1). There are no controllers to list, as
@@ -100,22 +147,37 @@ class MetadataHandlers:
         return self._cluster
 
     @staticmethod
-    def _named(name: str, nodes: tuple[Node, ...], create: bool) -> Answer:
+    def _named(wanted: Any, nodes: tuple[Node, ...], create: bool, by_id: bool) -> Answer:
+        """A topic the request names: by name, created if it may be; or by id (v12+), which
+        is never created, and answers UNKNOWN_TOPIC_ID with no name when unknown."""
+        ref = topic_ref(wanted, "name")
+        named = field(wanted, "name") is not None
         try:
-            return topic_metadata(runtime.topic_or_create(name, create=create), nodes)
+            if not named and not by_id:  # v10-11: the field, no lookup
+                raise InvalidRequestError("name topics by name before Metadata v12")
+            if ref.error is not None:
+                raise ref.error
+            if ref.topic_id != NO_ID:
+                return topic_metadata(runtime.topic_cache().by_id(str(ref.topic_id)), nodes)
+            return topic_metadata(runtime.topic_or_create(ref.name, create=create), nodes)
         except TidelogError as exc:
             return {
                 "error_code": exc.kafka_error.code,
-                "name": name,
-                "topic_id": uuid.UUID(int=0),
+                # Null only where the version allows it: Kafka's error answer sends "".
+                "name": ref.name if named else (None if by_id else ""),
+                "topic_id": ref.topic_id,
                 "is_internal": False,
                 "partitions": [],
             }
 
 
-def topic_metadata(topic: Topic, nodes: tuple[Node, ...]) -> Answer:
+def topic_metadata(
+    topic: Topic, nodes: tuple[Node, ...], first: int = 0, most: int | None = None
+) -> Answer:
+    """The topic and its partitions from ``first`` on, ``most`` of them at most."""
     partitions: list[Any] = []
-    for p in range(topic.partitions):
+    last = topic.partitions if most is None else min(topic.partitions, first + most)
+    for p in range(first, last):
         leader = owner(nodes, partition_key(topic.topic_id, p)).node_id
         partitions.append(
             {
@@ -126,6 +188,8 @@ def topic_metadata(topic: Topic, nodes: tuple[Node, ...]) -> Answer:
                 "replica_nodes": [leader],
                 "isr_nodes": [leader],
                 "offline_replicas": [],
+                "eligible_leader_replicas": [],  # DescribeTopicPartitions' (KIP-966): no ELR
+                "last_known_elr": [],
             }
         )
     return {
@@ -141,3 +205,13 @@ def controller(nodes: tuple[Node, ...]) -> int:
     """There is no controller; admin tools want one, and the lowest id is as good as any and
     the same from every agent."""
     return min(node.node_id for node in nodes)
+
+
+def _no_topic(name: str, error: int) -> Answer:
+    return {
+        "error_code": error,
+        "name": name,
+        "topic_id": NO_ID,
+        "is_internal": False,
+        "partitions": [],
+    }

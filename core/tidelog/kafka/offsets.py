@@ -12,6 +12,7 @@ from tidelog.errors import TidelogError
 from tidelog.groups.coordinator import Coordinator
 from tidelog.groups.model import validate_group_id
 from tidelog.groups.offsets import CommitResult, OffsetCommit
+from tidelog.groups.stored import check_fetch
 from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
 from tidelog.transactions.offsets import unstable
 
@@ -58,7 +59,12 @@ class OffsetHandlers:
         answers = [
             {
                 "group_id": str(g.group_id),
-                **self._fetch_offsets(str(g.group_id), g.topics, require_stable=stable),
+                **self._fetch_offsets(
+                    str(g.group_id),
+                    g.topics,
+                    require_stable=stable,
+                    member=(field(g, "member_id"), int(field(g, "member_epoch", -1))),
+                ),
             }
             for g in items(groups)
         ]
@@ -92,13 +98,21 @@ class OffsetHandlers:
         }
 
     def _fetch_offsets(
-        self, name: str, topics: Iterable[Any] | None, *, require_stable: bool
+        self,
+        name: str,
+        topics: Iterable[Any] | None,
+        *,
+        require_stable: bool,
+        member: tuple[str | None, int] = (None, -1),
     ) -> Answer:
         """A group's committed offsets: of the partitions named, or all it has (``topics``
         null). A partition without one answers offset -1, as Kafka's does. Asked for stable
         offsets (KIP-447), a partition with an offset pending in an open transaction answers
         UNSTABLE_OFFSET_COMMIT, retriable: the consumer waits for the transaction's end."""
         try:
+            member_id, epoch = member
+            if member_id is not None or epoch >= 0:  # v9: a consumer-protocol member's fetch
+                check_fetch(self._coordinator().current(validate_group_id(name)), member_id, epoch)
             committed = self._coordinator().committed(validate_group_id(name))
             pending = unstable(runtime.metadata_store(), name) if require_stable else set()
         except TidelogError as exc:
@@ -132,3 +146,5 @@ class OffsetFetchGroup:
 
     group_id: str
     topics: Any
+    member_id: str | None = None
+    member_epoch: int = -1

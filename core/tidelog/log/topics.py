@@ -2,7 +2,8 @@
 
 A topic is one item ``("topics", name)``: its id (a UUID, the only thing object keys and log
 items ever name), partition count and the configs set on it (defaults are not stored). Partition
-counts only grow, as in Kafka.
+counts only grow, as in Kafka. A second item ``("topic-ids", id)`` names the topic of an id, for
+the Kafka requests that name topics by id (KIP-516); both are written and deleted together.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_NAME = 249
 MAX_PARTITIONS = 10_000
 TOPICS_PK = "topics"
+TOPIC_IDS_PK = "topic-ids"
 
 
 class InvalidTopicError(InvalidRequestError):
@@ -43,6 +45,10 @@ class InvalidPartitionsError(InvalidRequestError):
 
 class TopicExistsError(ConflictError):
     default_kafka_error = "TOPIC_ALREADY_EXISTS"
+
+
+class UnknownTopicIdError(NotFoundError):
+    default_kafka_error = "UNKNOWN_TOPIC_ID"
 
 
 class UnknownTopicError(NotFoundError):
@@ -139,7 +145,7 @@ class Topics:
             created_ms=self._clock_ms(),
         )
         try:
-            self._meta.write(Put(topic.to_item(), ItemAbsent()))
+            self._meta.transact([Put(topic.to_item(), ItemAbsent()), Put(_id_item(topic))])
         except ConditionFailedError as exc:
             raise TopicExistsError(f"Topic '{topic.name}' already exists.") from exc
         return topic
@@ -158,13 +164,38 @@ class Topics:
             raise UnknownTopicError(f"This server does not host this topic: {name}")
         return Topic.from_item(item)
 
+    def name_of(self, topic_id: str) -> str | None:
+        """The name of the topic with this id, if there is one (its id item's)."""
+        item = self._meta.get(TOPIC_IDS_PK, topic_id)
+        return None if item is None else str(item["name"])
+
     def list(self) -> Iterator[Topic]:
         return (Topic.from_item(item) for item in self._meta.query(TOPICS_PK))
 
-    def delete(self, name: str) -> Topic:
-        topic = self.get(name)
+    def delete_id(self, topic_id: str) -> Topic:
+        """Delete the topic with this id (Kafka's DeleteTopics v6 by id)."""
+        name = self.name_of(topic_id) or next(
+            (t.name for t in self.list() if t.topic_id == topic_id), None
+        )
         try:
-            self._meta.write(Delete(TOPICS_PK, name, Compare("topic_id", "=", topic.topic_id)))
+            if name is not None:
+                return self.delete(name, topic_id)
+        except UnknownTopicError:
+            pass  # deleted meanwhile
+        raise UnknownTopicIdError(f"This server does not host this topic ID: {topic_id}")
+
+    def delete(self, name: str, topic_id: str | None = None) -> Topic:
+        """Delete the topic of this name (and of this id, when given)."""
+        topic = self.get(name)
+        if topic_id is not None and topic.topic_id != topic_id:
+            raise UnknownTopicIdError(f"This server does not host this topic ID: {topic_id}")
+        try:
+            self._meta.transact(
+                [
+                    Delete(TOPICS_PK, name, Compare("topic_id", "=", topic.topic_id)),
+                    Delete(TOPIC_IDS_PK, topic.topic_id),
+                ]
+            )
         except ConditionFailedError as exc:
             raise UnknownTopicError(f"This server does not host this topic: {name}") from exc
         return topic
@@ -231,6 +262,10 @@ class Topics:
         return new
 
 
+def _id_item(topic: Topic) -> dict[str, object]:
+    return {"pk": TOPIC_IDS_PK, "sk": topic.topic_id, "name": topic.name}
+
+
 class TopicCache:
     """Topic metadata for the produce path, kept for ``ttl_s``, as Kafka clients keep theirs.
 
@@ -244,6 +279,8 @@ class TopicCache:
         self._ttl_s = ttl_s
         self._clock_s = clock_s
         self._entries: dict[str, tuple[float, Topic]] = {}
+        self._names: dict[str, str] = {}  # topic id -> name: an id never changes its topic
+        self._listed_s: float | None = None
         self._lock = threading.Lock()
 
     def get(self, name: str, partition: int | None = None) -> Topic:
@@ -258,3 +295,31 @@ class TopicCache:
         with self._lock:
             self._entries[name] = (now, topic)
         return topic
+
+    def by_id(self, topic_id: str, partition: int | None = None) -> Topic:
+        """The topic of a Kafka topic id (KIP-516), for the requests that name topics so. An
+        id never names another topic, so its name is read once; the topic itself is kept as
+        ``get`` keeps it."""
+        name = self._names.get(topic_id)
+        if name is None:
+            name = self._topics.name_of(topic_id) or self._listed(topic_id)
+        if name is not None:
+            try:
+                topic = self.get(name, partition)
+            except UnknownTopicError:
+                topic = None
+            if topic is not None and topic.topic_id == topic_id:
+                with self._lock:
+                    self._names[topic_id] = name
+                return topic
+        raise UnknownTopicIdError(f"This server does not host this topic ID: {topic_id}")
+
+    def _listed(self, topic_id: str) -> str | None:
+        """Topics created before id items were kept have none: they are found by listing,
+        at most once per ``ttl_s`` (an id nobody created costs a listing a second)."""
+        now = self._clock_s()
+        with self._lock:
+            if self._listed_s is not None and now - self._listed_s < self._ttl_s:
+                return None
+            self._listed_s = now
+        return next((t.name for t in self._topics.list() if t.topic_id == topic_id), None)

@@ -215,7 +215,15 @@ class StreamReader(_Reading, DataSourceStreamReader, SupportsTriggerAvailableNow
 
 
 class _NoRebalance:
-    def start(self, group: str, generation: int, delay_ms: int) -> None:
+    def start(
+        self,
+        group: str,
+        generation: int,
+        delay_ms: int,
+        *,
+        incarnation: str = "",
+        protocol: str = "classic",
+    ) -> None:
         raise RuntimeError("a Spark query commits offsets for lag only; it never joins groups")
 
 

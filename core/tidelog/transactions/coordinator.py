@@ -24,6 +24,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 
 from tidelog.errors import RetriableError, TidelogError
+from tidelog.groups.consumer.model import ConsumerGroup
 from tidelog.groups.model import Group
 from tidelog.log.topics import Topic, UnknownTopicError
 from tidelog.log.write.plan import AppendResult, StaleMarkerError
@@ -64,7 +65,7 @@ class TransactionCoordinator:
         *,
         append: Append,
         topic: Callable[[str], Topic],
-        group: Callable[[str], Group],
+        group: Callable[[str], Group | ConsumerGroup],
         clock_ms: Callable[[], int],
         new_producer_id: Callable[[], int],
         max_timeout_ms: int = state.DEFAULT_MAX_TIMEOUT_MS,

@@ -14,10 +14,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tidelog.groups import items
+from tidelog.groups.consumer.model import ConsumerGroup
 from tidelog.groups.model import (
     Committed,
     Group,
     IllegalGenerationError,
+    UnknownMemberError,
     known_member,
 )
 from tidelog.storage import Delete, ItemExists, MetadataStore, Put, Write
@@ -112,11 +114,23 @@ def unstable(meta: MetadataStore, group: str) -> set[tuple[str, int]]:
     }
 
 
-def check_member(group: Group, member_id: str, generation: int) -> None:
+def check_member(group: Group | ConsumerGroup, member_id: str, generation: int) -> None:
     """KIP-447: a TxnOffsetCommit naming a member and generation is fenced as an OffsetCommit
     is, so a zombie's transaction cannot commit offsets for partitions it lost (Kafka's
     GroupMetadata.validateOffsetCommit for transactional commits). A producer that is not a
-    member (generation -1, no member id) is not checked, as on Kafka."""
+    member (generation -1, no member id) is not checked, as on Kafka. In a consumer group the
+    generation is the member's epoch; a stale one is ILLEGAL_GENERATION, as Kafka answers."""
+    if isinstance(group, ConsumerGroup):
+        if generation < 0 and (not member_id or not group.members):
+            return
+        member = group.members.get(member_id)
+        if member is None:
+            raise UnknownMemberError(f"Member {member_id} is not a member of group {group.name}.")
+        if generation != member.epoch:
+            raise IllegalGenerationError(
+                f"epoch {generation} is not member {member_id}'s current {member.epoch}"
+            )
+        return
     if member_id:
         known_member(group, member_id)
     if generation >= 0 and generation != group.generation:

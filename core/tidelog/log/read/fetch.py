@@ -391,6 +391,36 @@ class LogReader:
                         return record.offset, record.timestamp
         return None
 
+    def offset_for_max_timestamp(self, topic_id: str, partition: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the record with the largest timestamp, the first of them if
+        several share it (Kafka's ListOffsets -3, KIP-734); None for an empty log."""
+        return self._replanning(
+            keys.log_pk(topic_id, partition),
+            lambda: self._offset_for_max_timestamp(topic_id, partition),
+        )
+
+    def _offset_for_max_timestamp(self, topic_id: str, partition: int) -> tuple[int, int] | None:
+        log_start, high_watermark = self.head(topic_id, partition)
+        latest: LogEntry | None = None
+        for entry in self.entries(topic_id, partition, log_start, until=high_watermark):
+            if latest is None or entry.max_timestamp > latest.max_timestamp:
+                latest = entry
+        if latest is None:
+            return None
+        data = PartitionData(log_start, high_watermark, max(log_start, latest.base_offset))
+        self._collect(
+            _Read(latest, latest.start, latest.end),
+            self._bytes(latest, latest.start, latest.end),
+            data,
+            latest.size,
+        )
+        for fetched in data.batches:
+            if fetched.batch.max_timestamp == latest.max_timestamp:
+                for record in fetched.batch.records():
+                    if record.offset >= log_start and record.timestamp == latest.max_timestamp:
+                        return record.offset, record.timestamp
+        return None
+
     # -- bytes -----------------------------------------------------------------------------
 
     def _get_all(self, reads: Sequence[_Read]) -> list[bytes]:

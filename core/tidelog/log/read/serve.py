@@ -204,9 +204,13 @@ def list_offset(
     reader: LogReader, topic: Topic, partition: int, at: str, *, committed: bool = False
 ) -> tuple[int, int]:
     """ListOffsets: ``earliest`` (the log start), ``latest`` (the high watermark: "start from
-    right now"; read_committed's is the last stable offset), or a timestamp in ms (the first
-    offset whose record is at least that recent). Timestamps answer -1 for earliest and
+    right now"; read_committed's is the last stable offset), ``max-timestamp`` (the record with
+    the largest timestamp), or a timestamp in ms (the first offset whose record is at least that
+    recent). Timestamps answer -1 for earliest and
     latest, and (-1, -1) when no record is that recent, as Kafka's ListOffsets does."""
+    if at == "max-timestamp":
+        found = reader.offset_for_max_timestamp(topic.topic_id, partition)
+        return found if found is not None else (-1, -1)
     head = reader.full_head(topic.topic_id, partition)
     if at == "earliest":
         return head.log_start_offset, -1

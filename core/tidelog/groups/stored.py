@@ -1,0 +1,87 @@
+"""A group as stored, whichever its protocol: classic (JoinGroup and SyncGroup) or consumer
+(KIP-848's ConsumerGroupHeartbeat). Both live under the group's key; the meta item's ``type``
+tells them apart. Offsets, listing and deletion serve both; membership is each protocol's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+from tidelog.groups import items
+from tidelog.groups.consumer import items as consumer_items
+from tidelog.groups.consumer.heartbeat import Config, expire
+from tidelog.groups.consumer.model import (
+    ConsumerGroup,
+    StaleMemberEpochError,
+    UnknownConsumerMemberError,
+)
+from tidelog.groups.model import Group, InconsistentProtocolError
+from tidelog.storage import ConditionFailedError, Delete, MetadataStore
+
+AnyGroup = Group | ConsumerGroup
+
+
+class ConsumerProtocolGroupError(InconsistentProtocolError):
+    """A classic request for a group of consumer-protocol members."""
+
+
+def load_classic(meta: MetadataStore, name: str) -> Group:
+    found = list(meta.query(items.group_pk(name)))
+    if consumer_items.is_consumer(found):
+        raise ConsumerProtocolGroupError(
+            f"group {name} uses the consumer protocol (KIP-848): its members join with "
+            "ConsumerGroupHeartbeat (group.protocol=consumer)"
+        )
+    return items.group_from_items(name, found)
+
+
+def load_any(
+    meta: MetadataStore,
+    name: str,
+    now_ms: int,
+    expire_classic: Callable[[Group], Group],
+    config: Config | None = None,
+) -> AnyGroup:
+    """The group as it is now, sessions that ran out removed (not written)."""
+    found = list(meta.query(items.group_pk(name)))
+    if consumer_items.is_consumer(found):
+        return expire(consumer_items.group_from_items(name, found), config or Config(), now_ms)
+    return expire_classic(items.group_from_items(name, found))
+
+
+def release_consumer(meta: MetadataStore, name: str) -> None:
+    """An empty consumer group gives its name back, its offsets kept, for a classic member to
+    create the group anew (Kafka converts an empty group to the protocol of who joins). A group
+    with consumer members refuses the classic member."""
+    found = list(meta.query(items.group_pk(name)))
+    if not consumer_items.is_consumer(found):
+        return
+    group = consumer_items.group_from_items(name, found)
+    if group.members:
+        raise ConsumerProtocolGroupError(
+            f"group {name} has members of the consumer protocol (KIP-848); a classic member "
+            "cannot join it"
+        )
+    gone = [Delete(str(i["pk"]), str(i["sk"])) for i in found if i["sk"] != items.META_SK]
+    meta_item = Delete(items.group_pk(name), items.META_SK, consumer_items.version_is(group))
+    # A consumer member joining meanwhile fails this; the classic load that follows finds it.
+    with contextlib.suppress(ConditionFailedError):
+        meta.transact([*gone, meta_item])
+
+
+def check_fetch(group: AnyGroup, member_id: str | None, epoch: int) -> None:
+    """Kafka's validateOffsetFetch, for an OffsetFetch (v9) naming a member: in a consumer group
+    the member must be one, at its epoch. A classic group checks nothing."""
+    if not isinstance(group, ConsumerGroup):
+        return
+    member = group.members.get(member_id or "")
+    if member is None:
+        raise UnknownConsumerMemberError(
+            f"Member {member_id} is not a member of group {group.name}."
+        )
+    if epoch != member.epoch:
+        raise StaleMemberEpochError(
+            f"The received member epoch {epoch} does not match the expected member epoch "
+            f"{member.epoch}."
+        )

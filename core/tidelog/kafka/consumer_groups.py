@@ -1,0 +1,152 @@
+"""KIP-848's consumer group protocol on the agent: ConsumerGroupHeartbeat and
+ConsumerGroupDescribe over tidelog.groups.consumer. The coordinator assigns (the assignment
+state machine) and reconciles each member at its heartbeats; clients run no assignor."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from tidelog import runtime
+from tidelog.errors import TidelogError
+from tidelog.groups.consumer.coordinator import ConsumerCoordinator
+from tidelog.groups.consumer.heartbeat import Heartbeat, owned_partitions
+from tidelog.groups.consumer.items import by_topic
+from tidelog.groups.consumer.model import ConsumerGroup, Member, Partitions
+from tidelog.groups.consumer.target import DEFAULT_ASSIGNOR
+from tidelog.groups.model import GroupNotFoundError, validate_group_id
+from tidelog.kafka.codec import NONE, Answer, Request, field, items
+
+CONSUMER_MEMBER = 1  # ConsumerGroupDescribe's member type (v1): 0 classic, 1 consumer
+UNKNOWN_OPERATIONS = -(2**31)
+
+
+class ConsumerGroupHandlers:
+    def __init__(
+        self, *, coordinator: Callable[[], ConsumerCoordinator] = runtime.consumer_groups
+    ) -> None:
+        self._coordinator = coordinator
+
+    def heartbeat(self, request: Request) -> Answer:
+        body = request.body
+        member_id = str(body.member_id)
+        if not member_id and request.api_version == 0 and int(body.member_epoch) == 0:
+            member_id = str(uuid.uuid4())  # v0: the coordinator names new members (v1: they do)
+        owned = body.topic_partitions
+        rebalance = field(body, "rebalance_timeout")
+        names = body.subscribed_topic_names
+        beat = Heartbeat(
+            member_id=member_id,
+            epoch=int(body.member_epoch),
+            instance_id=body.instance_id,
+            rack_id=body.rack_id,
+            rebalance_timeout_ms=-1 if rebalance is None else _ms(rebalance),
+            topics=None if names is None else tuple(str(n) for n in names),
+            pattern=field(body, "subscribed_topic_regex"),
+            assignor=body.server_assignor,
+            owned=None
+            if owned is None
+            else owned_partitions([(str(tp.topic_id), tp.partitions) for tp in owned]),
+            client_id=request.client_id or "",
+            client_host=request.client_host,
+        )
+        coordinator = self._coordinator()
+        try:
+            outcome = coordinator.heartbeat(str(body.group_id), beat)
+        except TidelogError as exc:
+            return {
+                "throttle_time": 0,
+                "error_code": exc.kafka_error.code,
+                "error_message": exc.message,
+                "member_id": None,
+                "member_epoch": 0,
+                "heartbeat_interval": 0,
+                "assignment": None,
+            }
+        assignment = None
+        if outcome.assignment is not None:
+            assignment = {"topic_partitions": _topic_partitions(outcome.assignment, {})}
+        return {
+            "throttle_time": 0,
+            "error_code": NONE,
+            "error_message": None,
+            "member_id": outcome.member_id,
+            "member_epoch": outcome.epoch,
+            "heartbeat_interval": coordinator.config.heartbeat_interval_ms,
+            "assignment": assignment,
+        }
+
+    def describe(self, request: Request) -> Answer:
+        coordinator = self._coordinator()
+        names = {topic_id: name for name, (topic_id, _) in coordinator.topic_map().items()}
+        return {
+            "throttle_time": 0,
+            "groups": [
+                self._describe(coordinator, str(group_id), names)
+                for group_id in items(request.body.group_ids)
+            ],
+        }
+
+    @staticmethod
+    def _describe(coordinator: ConsumerCoordinator, name: str, names: dict[str, str]) -> Answer:
+        try:
+            group = coordinator.describe(validate_group_id(name))
+            if group is None:
+                raise GroupNotFoundError(f"Group {name} is not a consumer group.")
+        except TidelogError as exc:
+            return {
+                "error_code": exc.kafka_error.code,
+                "error_message": exc.message,
+                "group_id": name,
+                "group_state": "",
+                "group_epoch": 0,
+                "assignment_epoch": 0,
+                "assignor_name": "",
+                "members": [],
+                "authorized_operations": UNKNOWN_OPERATIONS,
+            }
+        return {
+            "error_code": NONE,
+            "error_message": None,
+            "group_id": name,
+            "group_state": group.state.value,
+            "group_epoch": group.epoch,
+            "assignment_epoch": group.target.epoch,
+            "assignor_name": group.target.assignor or group.assignor(DEFAULT_ASSIGNOR),
+            "members": [
+                _member(group, m, names)
+                for m in sorted(group.members.values(), key=lambda m: m.member_id)
+            ],
+            "authorized_operations": UNKNOWN_OPERATIONS,
+        }
+
+
+def _member(group: ConsumerGroup, member: Member, names: dict[str, str]) -> Answer:
+    return {
+        "member_id": member.member_id,
+        "instance_id": member.instance_id,
+        "rack_id": member.rack_id,
+        "member_epoch": member.epoch,
+        "client_id": member.client_id,
+        "client_host": member.client_host,
+        "subscribed_topic_names": list(member.topics),
+        "subscribed_topic_regex": member.pattern,
+        "assignment": {"topic_partitions": _topic_partitions(member.assigned, names)},
+        "target_assignment": {
+            "topic_partitions": _topic_partitions(group.target.of(member.member_id), names)
+        },
+        "member_type": CONSUMER_MEMBER,
+    }
+
+
+def _topic_partitions(partitions: Partitions, names: dict[str, str]) -> list[Answer]:
+    """By topic id (and name, where the answer has one): a topic deleted since has none."""
+    return [
+        {"topic_id": uuid.UUID(topic_id), "topic_name": names.get(topic_id, ""), "partitions": ps}
+        for topic_id, ps in by_topic(partitions).items()
+    ]
+
+
+def _ms(value: Any) -> int:
+    return int(value.total_seconds() * 1000)
