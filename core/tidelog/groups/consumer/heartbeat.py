@@ -72,11 +72,6 @@ class Outcome:
     epoch: int  # the member's epoch now; -1 or -2 once it left
     assignment: Partitions | None  # sent when the request was full or the assignment moved
 
-    @property
-    def bumped(self) -> bool:
-        """Whether the answer came with a group epoch the target has not reached."""
-        return self.group.epoch > self.group.target.epoch
-
 
 def validate(request: Heartbeat, config: Config) -> None:
     """Kafka's checks of a request, before the group is read (INVALID_REQUEST)."""
