@@ -1,18 +1,18 @@
 """Consumer groups on the local stack, over HTTP, with the assignment state machine executing
 on the emulator: time from a join to a Stable assignment, and from a member's death to its
-partitions being owned again."""
+partitions being owned again; the classic protocol and KIP-848's (benchmarks.consumer_groups)
+side by side."""
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import time
-import urllib.error
-import urllib.request
 import uuid
 from typing import Any
 
+from benchmarks import consumer_groups
+from benchmarks.http import call
 from benchmarks.produce import _topic
 from benchmarks.report import Section
 from tidelog.local import dev
@@ -21,20 +21,8 @@ SESSION_MS = 1000
 HEARTBEAT_S = SESSION_MS / 3 / 1000  # Kafka's heartbeat.interval.ms default: a third
 
 
-def _call(api: str, method: str, path: str, body: dict[str, Any] | None) -> tuple[int, Any]:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(
-        f"{api}{path}", data=data, method=method, headers={"Content-Type": "application/json"}
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
-
-
 def _join(api: str, group: str, topic: str) -> str:
-    status, body = _call(
+    status, body = call(
         api,
         "POST",
         f"/v1/groups/{group}/members",
@@ -47,7 +35,7 @@ def _join(api: str, group: str, topic: str) -> str:
 def _beat(api: str, group: str, member: str, generations: dict[str, int]) -> tuple[int, Any]:
     """A heartbeat naming the newest generation the member heard of: during a rebalance, that
     joins it (as a consumer does once it has given its partitions up)."""
-    status, body = _call(
+    status, body = call(
         api,
         "POST",
         f"/v1/groups/{group}/members/{member}/heartbeat",
@@ -115,40 +103,48 @@ def run(progress: Any = print) -> Section:
         "Consumer groups",
         "Over HTTP on `tidelog dev`, the assignment state machine executing on the emulator "
         "(rebalance delay 0; Kafka's group.initial.rebalance.delay.ms of 3 s would add to the "
-        "first join). Ten runs each.",
-        ("measurement", "median", "worst", "what bounds it"),
+        "first join), the classic protocol and KIP-848's consumer protocol on the same stack, "
+        "ten runs each.",
+        ("measurement", "protocol", "median", "worst", "vs classic", "what bounds it"),
     )
-    os.environ["TIDELOG_INITIAL_REBALANCE_DELAY_MS"] = "0"
-    os.environ["TIDELOG_GROUP_MIN_SESSION_TIMEOUT_MS"] = "500"
+    settings = {
+        "TIDELOG_INITIAL_REBALANCE_DELAY_MS": "0",
+        "TIDELOG_GROUP_MIN_SESSION_TIMEOUT_MS": "500",
+        "TIDELOG_CONSUMER_SESSION_TIMEOUT_MS": str(consumer_groups.SESSION_MS),
+        "TIDELOG_CONSUMER_HEARTBEAT_INTERVAL_MS": str(consumer_groups.HEARTBEAT_MS),
+    }
+    os.environ.update(settings)
     server = dev.start("127.0.0.1", 0, 0, kafka_port=0)
     try:
         api = server.api_url
         topic = _topic(api, partitions=6)
-        progress("  join -> Stable")
+        progress("  join -> assigned")
         joins = [_join_to_stable(api, topic) for _ in range(10)]
-        section.rows.append(
-            (
-                "join -> Stable assignment",
-                f"{statistics.median(joins):.0f} ms",
-                f"{max(joins):.0f} ms",
-                "a Step Functions execution: start, Wait 0 s, Lambda task",
-            )
+        kip848 = [consumer_groups.join_to_assigned(api, topic, 6, 0.01) for _ in range(10)]
+        section.rows += _rows(
+            "join -> every partition assigned",
+            joins,
+            kip848,
+            "a Step Functions execution: start, Wait 0 s, Lambda task",
+            "the same execution; the member is answered its epoch at once, its partitions at "
+            "the heartbeat after the target is written",
         )
         progress("  death -> partitions reassigned")
         deaths = [_death_to_reassigned(api, topic, 6) for _ in range(10)]
-        section.rows.append(
-            (
-                f"member death -> partitions reassigned (session {SESSION_MS} ms, "
-                f"heartbeats every {HEARTBEAT_S * 1000:.0f} ms)",
-                f"{statistics.median(deaths):.0f} ms",
-                f"{max(deaths):.0f} ms",
-                "session timeout + the survivor's next heartbeat, its join (one more) and a "
-                "barrier poll (1 s) + a rebalance",
-            )
+        kip848 = [consumer_groups.death_to_reassigned(api, topic, 6) for _ in range(10)]
+        section.rows += _rows(
+            f"member death -> partitions reassigned (session {SESSION_MS} ms, heartbeats "
+            f"every {HEARTBEAT_S * 1000:.0f} ms)",
+            deaths,
+            kip848,
+            "session timeout + the survivor's next heartbeat, its join (one more) and a "
+            "barrier poll (1 s) + a rebalance",
+            "session timeout + the survivor's next heartbeat + the execution + one more "
+            "heartbeat: no barrier to wait at",
         )
     finally:
         server.stop()
-        for name in ("TIDELOG_INITIAL_REBALANCE_DELAY_MS", "TIDELOG_GROUP_MIN_SESSION_TIMEOUT_MS"):
+        for name in settings:
             os.environ.pop(name, None)
     section.notes.append(
         "Expiry is found by the next operation on the group (here the survivor's heartbeat), "
@@ -156,3 +152,17 @@ def run(progress: Any = print) -> Section:
         "one heartbeat interval plus one rebalance."
     )
     return section
+
+
+def _rows(
+    what: str, classic: list[float], kip848: list[float], classic_why: str, kip848_why: str
+) -> list[tuple[str, ...]]:
+    ratio = statistics.median(kip848) / statistics.median(classic)
+    return [
+        (what, "classic", *_spread(classic), "1.00x", classic_why),
+        (what, "consumer (KIP-848)", *_spread(kip848), f"{ratio:.2f}x", kip848_why),
+    ]
+
+
+def _spread(times: list[float]) -> tuple[str, str]:
+    return f"{statistics.median(times):.0f} ms", f"{max(times):.0f} ms"

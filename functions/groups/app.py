@@ -3,6 +3,8 @@
 POST   /v1/groups/{group}/members                      join
 POST   /v1/groups/{group}/members/{member}/heartbeat   heartbeat (and the assignment)
 DELETE /v1/groups/{group}/members/{member}             leave
+POST   /v1/groups/{group}/heartbeat                    KIP-848's consumer protocol: join,
+                                                       reconcile, leave
 POST   /v1/groups/{group}/offsets                      commit, fenced by generation
 GET    /v1/groups/{group}/offsets                      committed offsets and lag
 POST   /v1/groups/{group}/offsets/reset                move offsets, only while the group is empty
@@ -12,17 +14,22 @@ GET    /v1/groups/{group}                              describe
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools import Logger
 from pydantic import BaseModel, ConfigDict, Field
 
 from tidelog import api, runtime, snapstart
-from tidelog.assignors import ASSIGNORS
+from tidelog.assignors import ASSIGNORS, TopicPartition
 from tidelog.errors import InvalidRequestError
 from tidelog.groups import lag
+from tidelog.groups.consumer.heartbeat import Heartbeat, owned_partitions
+from tidelog.groups.consumer.model import JOIN_EPOCH, ConsumerGroup, MemberState
+from tidelog.groups.consumer.target import DEFAULT_ASSIGNOR
 from tidelog.groups.coordinator import JoinRequest
-from tidelog.groups.model import group_partitions
+from tidelog.groups.model import group_partitions, validate_group_id
 from tidelog.groups.offsets import OffsetCommit
 from tidelog.telemetry import Metrics, MetricUnit
 
@@ -44,6 +51,7 @@ ONE_SUBSCRIPTION: dict[str, Any] = {
         },
     ]
 }
+DEFAULT_REBALANCE_TIMEOUT_MS = 300_000  # Kafka's max.poll.interval.ms default
 # Unknown assignors are Kafka's INCONSISTENT_GROUP_PROTOCOL, answered by the handler.
 KNOWN_ASSIGNORS: dict[str, Any] = {"items": {"enum": list(ASSIGNORS)}}
 
@@ -57,7 +65,7 @@ class Join(api.RequestModel):
         default_factory=lambda: ["range"]
     )
     session_timeout_ms: api.Integer = 45_000
-    rebalance_timeout_ms: api.Integer = 300_000
+    rebalance_timeout_ms: api.Integer = DEFAULT_REBALANCE_TIMEOUT_MS
     # The member id starts with it, and a member id travels in paths.
     group_instance_id: Annotated[str, Field(pattern=api.ID_PATTERN, max_length=200)] | None = None
 
@@ -81,6 +89,49 @@ class HeartbeatAnswer(BaseModel):
     state: str
     generation_id: int
     assignment: list[TopicPartitions]
+
+
+class OwnedPartitions(api.RequestModel):
+    topic: str  # a topic that no longer exists is simply not owned
+    partitions: list[Annotated[int, Field(ge=0), api.INTEGRAL]]
+
+
+class ConsumerHeartbeat(api.RequestModel):
+    """KIP-848's ConsumerGroupHeartbeat, by topic name (docs/groups.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # Named by the member (Kafka's v1); the first heartbeat may leave it to the coordinator.
+    member_id: Annotated[str, Field(pattern=api.ID_PATTERN, max_length=200)] | None = None
+    member_epoch: Annotated[int, Field(ge=-2), api.INTEGRAL]
+    topics: list[api.TopicField] | None = None  # null: unchanged since the last heartbeat
+    topic_pattern: Annotated[str | None, Field(json_schema_extra={"format": "regex"})] = None
+    owned: list[OwnedPartitions] | None = None  # null: unchanged; [] when joining
+    # Kafka requires it when joining; over HTTP a join without it takes the classic default.
+    rebalance_timeout_ms: Annotated[int, Field(gt=0), api.INTEGRAL] | None = None
+    group_instance_id: Annotated[str, Field(pattern=api.ID_PATTERN, max_length=200)] | None = None
+    assignor: Literal["uniform", "range"] | None = None
+
+
+ReconcilingState = Literal[
+    "assigning", "stable", "unrevoked_partitions", "unreleased_partitions", "left"
+]
+_STATES: dict[MemberState, ReconcilingState] = {
+    MemberState.STABLE: "stable",
+    MemberState.UNREVOKED_PARTITIONS: "unrevoked_partitions",
+    MemberState.UNRELEASED_PARTITIONS: "unreleased_partitions",
+}
+
+
+class ConsumerHeartbeatAnswer(BaseModel):
+    member_id: str
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: list[TopicPartitions] | None  # null: unchanged
+    # Beyond Kafka's answer: where the member is in reconciling, and "assigning" while the
+    # state machine computes the target of the epoch it joined at (Kafka computes it in the
+    # heartbeat, so a Kafka member never sees that).
+    state: Literal["assigning", "stable", "unrevoked_partitions", "unreleased_partitions", "left"]
 
 
 class CommitOffset(api.RequestModel):
@@ -140,13 +191,18 @@ class MemberView(BaseModel):
     assignors: list[str]
     session_timeout_ms: int
     assignment: list[TopicPartitions]
+    # A consumer group's (KIP-848): the member's epoch, its target, and its protocol.
+    member_epoch: int | None = None
+    target: list[TopicPartitions] | None = None
+    member_type: Literal["classic", "consumer"] = "classic"
 
 
 class GroupView(BaseModel):
     group: str
+    type: Literal["classic", "consumer"] = "classic"
     state: str
-    protocol: str | None
-    generation_id: int
+    protocol: str | None  # the assignor: chosen among the members' (classic), or the group's
+    generation_id: int  # a consumer group's group epoch
     members: list[MemberView]
 
 
@@ -193,6 +249,57 @@ def heartbeat(group: api.GroupId, member: api.MemberId, body: HeartbeatBody) -> 
         generation_id=beat.generation,
         assignment=[TopicPartitions.model_validate(p) for p in group_partitions(beat.assignment)],
     )
+
+
+@app.post(
+    "/v1/groups/<group>/heartbeat",
+    summary="Heartbeat of KIP-848's consumer protocol: join, reconcile to the target, leave",
+)
+def consumer_heartbeat(group: api.GroupId, body: ConsumerHeartbeat) -> ConsumerHeartbeatAnswer:
+    coordinator = runtime.consumer_groups()
+    known = coordinator.topic_map()
+    owned = None
+    if body.owned is not None:
+        owned = owned_partitions(
+            [(known[o.topic][0], o.partitions) for o in body.owned if o.topic in known]
+        )
+    elif body.member_epoch == JOIN_EPOCH:
+        owned = frozenset()  # joining owns nothing; over HTTP it need not say so
+    outcome = coordinator.heartbeat(
+        group,
+        Heartbeat(
+            member_id=body.member_id or (str(uuid.uuid4()) if body.member_epoch == 0 else ""),
+            epoch=body.member_epoch,
+            instance_id=body.group_instance_id,
+            rebalance_timeout_ms=body.rebalance_timeout_ms
+            or (DEFAULT_REBALANCE_TIMEOUT_MS if body.member_epoch == JOIN_EPOCH else -1),
+            topics=None if body.topics is None else tuple(body.topics),
+            pattern=body.topic_pattern,
+            assignor=body.assignor,
+            owned=owned,
+        ),
+    )
+    names = {topic_id: name for name, (topic_id, _) in known.items()}
+    member = outcome.group.members.get(outcome.member_id)
+    state: ReconcilingState = "left"
+    if member is not None and outcome.epoch >= 0:
+        assigning = outcome.group.target.epoch < member.epoch
+        state = "assigning" if assigning else _STATES[member.state]
+    return ConsumerHeartbeatAnswer(
+        member_id=outcome.member_id,
+        member_epoch=outcome.epoch,
+        heartbeat_interval_ms=coordinator.config.heartbeat_interval_ms,
+        assignment=None if outcome.assignment is None else _by_name(outcome.assignment, names),
+        state=state,
+    )
+
+
+def _by_name(
+    partitions: Iterable[TopicPartition], names: Mapping[str, str]
+) -> list[TopicPartitions]:
+    """Partitions by topic id, as topic names (a topic deleted meanwhile is left out)."""
+    named = [TopicPartition(names[t], p) for t, p in partitions if t in names]
+    return [TopicPartitions.model_validate(p) for p in group_partitions(named)]
 
 
 @app.delete("/v1/groups/<group>/members/<member>", summary="Leave a consumer group")
@@ -254,8 +361,11 @@ def list_groups() -> GroupList:
     )
 
 
-@app.get("/v1/groups/<group>", summary="Describe a consumer group")
+@app.get("/v1/groups/<group>", summary="Describe a consumer group, of either protocol")
 def describe(group: api.GroupId) -> GroupView:
+    found = runtime.coordinator().current(validate_group_id(group))
+    if isinstance(found, ConsumerGroup):
+        return _consumer_view(found)
     found = runtime.coordinator().describe(group)
     assignment = found.current_assignment()
     return GroupView(
@@ -275,6 +385,33 @@ def describe(group: api.GroupId) -> GroupView:
                     TopicPartitions.model_validate(p)
                     for p in group_partitions(assignment.of(m.member_id) if assignment else ())
                 ],
+            )
+            for m in sorted(found.members.values(), key=lambda m: m.member_id)
+        ],
+    )
+
+
+def _consumer_view(found: ConsumerGroup) -> GroupView:
+    coordinator = runtime.consumer_groups()
+    names = {topic_id: name for name, (topic_id, _) in coordinator.topic_map().items()}
+    return GroupView(
+        group=found.name,
+        type="consumer",
+        state=found.state.value,
+        protocol=found.target.assignor or found.assignor(DEFAULT_ASSIGNOR),
+        generation_id=found.epoch,
+        members=[
+            MemberView(
+                member_id=m.member_id,
+                group_instance_id=m.instance_id,
+                topics=list(m.topics),
+                topic_pattern=m.pattern,
+                assignors=list(m.protocols) if m.is_classic else [m.assignor or DEFAULT_ASSIGNOR],
+                session_timeout_ms=m.classic_session_ms or coordinator.config.session_timeout_ms,
+                assignment=_by_name(m.assigned, names),
+                member_epoch=m.epoch,
+                target=_by_name(found.target.of(m.member_id), names),
+                member_type="classic" if m.is_classic else "consumer",
             )
             for m in sorted(found.members.values(), key=lambda m: m.member_id)
         ],

@@ -2,7 +2,8 @@
 
 Input ``{"group", "generation", "protocol", ...}``: a classic group's generation, or a
 consumer group's epoch (protocol "consumer", KIP-848). It writes only if the generation is
-still current, so a late or repeated execution changes nothing.
+still current, so a late or repeated execution changes nothing (nor does a classic
+generation's, once its group has become a consumer group).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from aws_lambda_powertools import Logger
 
 from tidelog import runtime
 from tidelog.groups.rebalancer import CONSUMER
+from tidelog.groups.stored import ConsumerProtocolGroupError
 
 logger = Logger(service="tidelog-assignor")
 
@@ -23,6 +25,9 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if event.get("protocol") == CONSUMER:
         answer = runtime.consumer_groups().assign(group, generation)
     else:
-        answer = runtime.coordinator().assign(group, generation)
+        try:
+            answer = runtime.coordinator().assign(group, generation)
+        except ConsumerProtocolGroupError:  # upgraded meanwhile: its epochs have executions
+            answer = {"group": group, "generation": generation, "stale": True, "waiting": False}
     logger.info("assignment", extra=answer)
     return answer

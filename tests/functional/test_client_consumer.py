@@ -1,7 +1,8 @@
 """The client's Consumer against `tidelog dev`: assigned partitions read from the reset, a
 seek or the committed offset; and groups whose members come and go while records flow, each
 record processed once, no partition ever held by two members, and the rebalance callbacks
-called as Kafka's consumers call them (eager and cooperative)."""
+called as Kafka's consumers call them (eager and cooperative, and KIP-848's consumer
+protocol)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 import uuid
 
 import pytest
+from tests.functional.test_groups_api import told
 
 from tidelog.client import (
     OFFSET_BEGINNING,
@@ -121,6 +123,8 @@ def test_bad_configs_are_refused_by_name(dev):
         ({"partition.assignment.strategy": "range,fair"}, "partition.assignment.strategy"),
         ({"session.timeout.ms": 1000, "heartbeat.interval.ms": 3000}, "heartbeat.interval.ms"),
         ({"enable.auto.commit": "maybe"}, "enable.auto.commit"),
+        ({"group.protocol": "next"}, "group.protocol"),
+        ({"group.remote.assignor": "sticky"}, "group.remote.assignor"),
     ):
         with pytest.raises(InvalidRequestError, match=named):
             Consumer({"url": dev.api_url, **config})
@@ -188,9 +192,16 @@ class Member:
         assert not self.thread.is_alive()
 
 
+KIP848 = {"group.protocol": "consumer"}
+
+
 @pytest.mark.parametrize(
     ("strategy", "extra"),
-    [("range", {}), ("cooperative-sticky", {"enable.auto.commit": True})],
+    [
+        ("range", {}),
+        ("cooperative-sticky", {"enable.auto.commit": True}),
+        ("range", {**KIP848, "enable.auto.commit": True}),  # the strategy is not used
+    ],
 )
 def test_a_group_whose_members_come_and_go_processes_every_record_once(dev, strategy, extra):
     topic, group = make_topic(dev, partitions=6), group_name()
@@ -216,7 +227,7 @@ def test_a_group_whose_members_come_and_go_processes_every_record_once(dev, stra
                 if len(owners) == 6 and set(owners.values()) == set(names):
                     return
             time.sleep(0.05)
-        raise AssertionError(f"not settled on {names}: {owners}")
+        raise AssertionError(f"not settled on {names}: {owners}\n{told(dev, group)}")
 
     producer = threading.Thread(target=keep_producing)
     producer.start()
@@ -254,7 +265,10 @@ def test_a_group_whose_members_come_and_go_processes_every_record_once(dev, stra
         assert made[0][0] == "assign", calls
         assert made[-1][0] == "revoke", calls
         assert not any(kind == "lost" for kind, _ in made), calls
-    if strategy == "range":
+    if extra.get("group.protocol") == "consumer":
+        # Reconciled one member at a time: only what moves is revoked, nothing is lost.
+        assert all(parts for kind, parts in made if kind == "revoke" for made in calls.values())
+    elif strategy == "range":
         # Eager: every rebalance takes everything back and hands out afresh.
         first, taken, given = calls["a"][:3]
         assert first == ("assign", list(range(6))), calls
@@ -267,7 +281,8 @@ def test_a_group_whose_members_come_and_go_processes_every_record_once(dev, stra
         assert not any(0 in parts for kind, parts in calls["a"][1:-1] if kind == "revoke"), calls
 
 
-def test_a_static_member_rejoins_without_a_rebalance(dev):
+@pytest.mark.parametrize("protocol", [{}, KIP848])
+def test_a_static_member_rejoins_without_a_rebalance(dev, protocol):
     topic, group = make_topic(dev, partitions=4), group_name()
     produce(dev, topic, [f"s{i}" for i in range(8)])
     config = {
@@ -276,6 +291,7 @@ def test_a_static_member_rejoins_without_a_rebalance(dev):
         "group.instance.id": "host-1",
         "auto.offset.reset": "earliest",
         **FAST,
+        **protocol,
     }
     assigned = []
     with Consumer(config) as first:
@@ -294,11 +310,13 @@ def test_a_static_member_rejoins_without_a_rebalance(dev):
     assert [[tp.partition for tp in tps] for tps in assigned] == [[0, 1, 2, 3]] * 2
 
 
-def test_a_pattern_subscription_takes_the_matching_topics(dev):
+@pytest.mark.parametrize("protocol", [{}, KIP848])
+def test_a_pattern_subscription_takes_the_matching_topics(dev, protocol):
     prefix = f"pat{uuid.uuid4().hex[:6]}"
     matching = [make_topic(dev, 1, prefix=f"{prefix}-x") for _ in range(2)]
     make_topic(dev, 1, prefix=f"{prefix}-y")
-    with Consumer({"url": dev.api_url, "group.id": group_name(), **FAST}) as consumer:
+    config = {"url": dev.api_url, "group.id": group_name(), **FAST, **protocol}
+    with Consumer(config) as consumer:
         consumer.subscribe(f"^{prefix}-x-.*")
         deadline = time.monotonic() + 20
         while not consumer.assignment() and time.monotonic() < deadline:

@@ -162,21 +162,32 @@ def test_kafka_python_members_share_a_topic_and_hand_it_over_eagerly(dev, topic)
         member.stop()
 
 
-def test_librdkafka_hands_partitions_over_cooperatively(dev, topic):
+@pytest.mark.parametrize(
+    "protocol",
+    [
+        {
+            "partition.assignment.strategy": "cooperative-sticky",
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 200,
+        },
+        {"group.protocol": "consumer"},  # KIP-848: the coordinator reconciles, one at a time
+    ],
+    ids=["cooperative-sticky", "consumer-protocol"],
+)
+def test_librdkafka_hands_partitions_over_cooperatively(dev, topic, protocol):
     produce(dev, topic, 30)
     ownership, consumed, stopping = Ownership(), [], threading.Event()
     revoked: dict[str, list[frozenset[int]]] = {}
+    group = f"coop-{uuid.uuid4().hex[:8]}"
 
     def member(name):
         consumer = Consumer(
             {
                 "bootstrap.servers": dev.bootstrap,
-                "group.id": "coop",
+                "group.id": group,
                 "client.id": name,
                 "auto.offset.reset": "earliest",
-                "partition.assignment.strategy": "cooperative-sticky",
-                "session.timeout.ms": 6000,
-                "heartbeat.interval.ms": 200,
+                **protocol,
             }
         )
 
@@ -200,7 +211,7 @@ def test_librdkafka_hands_partitions_over_cooperatively(dev, topic):
     kept_from = set(ownership.owned["r1"])
     second = threading.Thread(target=member, args=("r2",), daemon=True)
     second.start()
-    wait_for(lambda: ownership.split("r1", "r2"), "r1 hands half its partitions to r2")
+    wait_for(lambda: ownership.split("r1", "r2"), "r1 hands half its partitions to r2", 60)
     ownership.check()
     # Cooperative: r1 gave up only what moved, once, and kept the rest throughout.
     assert len(revoked["r1"]) == 1

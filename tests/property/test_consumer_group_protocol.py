@@ -1,7 +1,9 @@
 """KIP-848's consumer groups (tidelog.groups.consumer), as random histories of clients that
 follow the protocol: members join, heartbeat, take their time to revoke, lose answers, change
 their subscriptions and leave, while topics grow and the state machine computes targets when
-it gets to it.
+it gets to it. Some clients speak the classic protocol (tidelog.groups.consumer.classic):
+eager ones give everything up when they rejoin, cooperative ones say what they still own, and
+each learns its partitions from a SyncGroup of its own.
 
 - Safety: no partition is ever held by two members, as the coordinator sees them, nor owned
   by two clients, as the clients see themselves.
@@ -13,12 +15,15 @@ it gets to it.
 from __future__ import annotations
 
 import contextlib
+import itertools
 from dataclasses import dataclass
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tidelog.assignors import TopicPartition
 from tidelog.errors import TidelogError
+from tidelog.groups.consumer import classic
 from tidelog.groups.consumer.heartbeat import (
     Config,
     Heartbeat,
@@ -35,7 +40,8 @@ from tidelog.groups.consumer.model import (
 from tidelog.groups.consumer.target import compute_target
 
 CONFIG = Config()
-NAMES = ["a", "b", "c"]
+NAMES = ["a", "b"]  # few topics: members meet on them
+MAX_CLIENTS = 4  # a join beyond is a heartbeat: few clients meet more often
 
 
 @dataclass
@@ -49,6 +55,9 @@ class Client:
     joined: bool = False
     pending_revocation: frozenset = frozenset()
     full: bool = False  # the next heartbeat says everything (after a change, or no answer)
+    classic: str = ""  # "eager" or "cooperative": a member of the classic protocol
+    rejoin: bool = True  # a classic client: its next step is a JoinGroup
+    synced: bool = True  # a classic client: its last JoinGroup's SyncGroup is done
 
 
 class History:
@@ -57,6 +66,12 @@ class History:
         self.group = ConsumerGroup("g")
         self.clients: dict[str, Client] = {}
         self.now = 1_000
+
+    def step(self, client: Client, *, lose_answer: bool = False) -> None:
+        if client.classic:
+            self.classic_step(client, lose_answer=lose_answer)
+        else:
+            self.beat(client, lose_answer=lose_answer)
 
     def beat(self, client: Client, *, lose_answer: bool = False) -> None:
         request = Heartbeat(
@@ -94,19 +109,82 @@ class History:
         self.check_clients()
 
     def revoke(self, client: Client) -> None:
+        if client.classic:
+            self.sync(client)
+            return
         client.owned = client.owned - client.pending_revocation
         client.pending_revocation = frozenset()
+
+    def classic_step(self, client: Client, *, lose_answer: bool = False) -> None:
+        """A classic client's JoinGroup when it must join, its Heartbeat otherwise."""
+        self.now += 10
+        group = expire(self.group, CONFIG, self.now)
+        if client.rejoin or lose_answer:
+            if client.classic == "eager":
+                client.owned = frozenset()  # onPartitionsRevoked, before it joins
+            request = classic.ClassicJoin(
+                member_id=client.member_id,
+                instance_id=None,
+                session_timeout_ms=45_000,
+                rebalance_timeout_ms=60_000,
+                protocols=("range",),
+                topics=client.topics,
+                owned=tuple(TopicPartition(t[3:], p) for t, p in client.owned),
+            )
+            outcome = classic.join(group, request, self.topics, CONFIG, self.now)
+            self.group = outcome.group
+            self.check_server()
+            if lose_answer:  # it joins again, as after a request timeout
+                client.rejoin = True
+            else:
+                client.epoch, client.rejoin, client.synced = outcome.epoch, False, False
+            return
+        try:
+            self.group, client.rejoin = classic.beat(
+                group, client.member_id, None, client.epoch, topics=self.topics, now_ms=self.now
+            )
+        except TidelogError as exc:
+            refused: TidelogError | None = exc
+        else:
+            refused = None
+        if refused is not None:
+            assert refused.kafka_error.name in ("ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID")
+            self.fenced(client)
+        self.check_server()
+
+    def sync(self, client: Client) -> None:
+        """A classic client's SyncGroup: it owns what it is told, and gives up the rest."""
+        if client.synced:
+            return
+        try:
+            member = classic.sync(self.group, client.member_id, None, client.epoch)
+        except TidelogError as exc:
+            refused: TidelogError | None = exc
+        else:
+            refused = None
+        if refused is not None:
+            error = refused.kafka_error.name
+            assert error in ("REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID")
+            if error != "REBALANCE_IN_PROGRESS":
+                self.fenced(client)
+            client.rejoin = True
+            return
+        client.owned, client.synced = member.assigned, True
+        self.check_clients()
 
     def fenced(self, client: Client) -> None:
         """A fenced client gives everything up and joins again under its id (epoch 0)."""
         client.owned, client.pending_revocation = frozenset(), frozenset()
-        client.epoch, client.joined = 0, False
+        client.epoch, client.joined, client.rejoin = 0, False, True
 
     def leave(self, client: Client) -> None:
         client.owned = frozenset()
         request = Heartbeat(member_id=client.member_id, epoch=-1)
         with contextlib.suppress(TidelogError):  # never joined: nothing to leave
-            self.group = heartbeat(self.group, request, self.topics, CONFIG, self.now).group
+            if client.classic:
+                self.group = classic.leave(self.group, client.member_id, None)
+            else:
+                self.group = heartbeat(self.group, request, self.topics, CONFIG, self.now).group
         del self.clients[client.member_id]
         self.check_server()
 
@@ -135,11 +213,17 @@ def histories(draw):
                 st.sampled_from(
                     [
                         "join",
+                        "eager",
+                        "cooperative",
+                        "cooperative",
+                        "beat",
                         "beat",
                         "beat",
                         "beat",
                         "revoke",
+                        "revoke",
                         "lost",
+                        "assign",
                         "assign",
                         "leave",
                         "resubscribe",
@@ -149,8 +233,8 @@ def histories(draw):
                 st.integers(0, 5),
                 st.lists(st.sampled_from(NAMES), min_size=1, max_size=3, unique=True),
             ),
-            min_size=20,
-            max_size=80,
+            min_size=40,
+            max_size=120,
         )
     )
     return partitions, events
@@ -161,26 +245,33 @@ def histories(draw):
 def test_no_partition_is_ever_held_twice_and_every_group_settles(history_spec):
     partitions, events = history_spec
     history = History(partitions)
+    ids = itertools.count()
     for kind, who, topics in events:
         clients = sorted(history.clients.values(), key=lambda c: c.member_id)
         client = clients[who % len(clients)] if clients else None
-        if kind == "join" or client is None:
-            joining = Client(f"m{len(history.clients)}-{who}", tuple(sorted(topics)))
+        joins = kind in ("join", "eager", "cooperative")
+        if (joins and len(clients) < MAX_CLIENTS) or client is None:
+            joining = Client(
+                f"m{next(ids)}",
+                tuple(sorted(topics)),
+                classic=kind if kind in ("eager", "cooperative") else "",
+            )
             history.clients[joining.member_id] = joining
-            history.beat(joining)
-        elif kind == "beat":
-            history.beat(client)
+            history.step(joining)
+        elif kind == "beat" or joins:
+            history.step(client)
         elif kind == "revoke":
             history.revoke(client)
         elif kind == "lost":
-            history.beat(client, lose_answer=True)
+            history.step(client, lose_answer=True)
         elif kind == "assign":
             history.assign()
         elif kind == "leave":
             history.leave(client)
         elif kind == "resubscribe":
             client.topics, client.full = tuple(sorted(topics)), True
-            history.beat(client)
+            client.rejoin = True  # a classic client says it with a JoinGroup
+            history.step(client)
         elif kind == "grow":
             name = topics[0]
             topic_id, count = history.topics[name]
@@ -189,9 +280,10 @@ def test_no_partition_is_ever_held_twice_and_every_group_settles(history_spec):
     for _ in range(8):
         history.assign()
         for client in sorted(history.clients.values(), key=lambda c: c.member_id):
-            history.beat(client)
+            history.step(client)
             history.revoke(client)
-            history.beat(client)
+            history.step(client)
+            history.revoke(client)
     group = history.group
     if not history.clients:
         assert group.state == GroupState.EMPTY

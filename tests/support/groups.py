@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from tests.support.log import Clock
 
+from tidelog.groups.consumer.coordinator import ConsumerCoordinator
+from tidelog.groups.consumer.heartbeat import Config
 from tidelog.groups.coordinator import Coordinator
 from tidelog.groups.model import Limits
 from tidelog.log.read.fetch import LogReader
@@ -57,3 +59,22 @@ def coordinator(member_ids=None, limits: Limits | None = None):
     )
     rebalancer.coordinator = coord
     return coord, rebalancer, topics, clock, meta
+
+
+class Recorder:
+    """Records the executions a consumer group coordinator starts."""
+
+    def __init__(self) -> None:
+        self.started: list[tuple[str, int, dict]] = []
+
+    def start(self, group: str, generation: int, delay_ms: int, **execution) -> None:
+        self.started.append((group, generation, execution))
+
+
+def consumer_stack(config: Config):
+    """A KIP-848 coordinator beside a classic one, over one table, with topic ``t`` of 4."""
+    classic, _, topics, clock, meta = coordinator()
+    recorder = Recorder()
+    consumer = ConsumerCoordinator(meta, topics, recorder, clock_ms=clock, config=config)
+    topics.create("t", 4, {})
+    return consumer, classic, recorder, topics, clock

@@ -28,7 +28,7 @@ has joined."""
 Regenerate = Callable[[str, int], int | None]
 """Ask the group which generation a member is in: None if it is in none it may commit in."""
 
-_STALE_GENERATION = ("ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS")
+_STALE_GENERATION = ("ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS", "STALE_MEMBER_EPOCH")
 
 
 class Commits:

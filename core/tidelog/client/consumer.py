@@ -3,7 +3,9 @@
 ``subscribe`` joins a group (``group.id``) over the group routes: a background thread
 heartbeats every ``heartbeat.interval.ms`` and learns of rebalances, and ``poll`` acts on them
 on the caller's thread, as Kafka's consumers do: commit (with auto-commit), ``on_revoke``, join
-the new generation, ``on_assign``. ``assign`` takes partitions by hand, without a group.
+the new generation, ``on_assign``. ``group.protocol=consumer`` speaks KIP-848's protocol
+instead (``tidelog.client.consumer_routes``). ``assign`` takes partitions by hand, without a
+group.
 
 Fetching and positions are ``tidelog.client.fetching``'s; commits ``tidelog.client.commits``'.
 """
@@ -31,6 +33,7 @@ from tidelog.client.consumed import (
     TopicPartition,
 )
 from tidelog.client.consumer_config import ConsumerConfig
+from tidelog.client.consumer_routes import ConsumerProtocolRoutes
 from tidelog.client.fetching import Fetcher
 from tidelog.client.group_routes import GroupRoutes
 from tidelog.client.http import Http
@@ -45,6 +48,8 @@ REBALANCE_HEARTBEAT_S = 0.1
 the answer that the group is Stable, so a joined member asks often."""
 
 PartitionsCallback = Callable[["Consumer", list[TopicPartition]], None]
+_REJOIN = ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "FENCED_MEMBER_EPOCH")  # errors that
+# put the member out of the group, to join again (under a new epoch)
 
 
 @dataclass
@@ -68,10 +73,15 @@ class Consumer:
         self._http = http or Http(timeout_s=self.config.request_timeout_ms / 1000, **connection)
         self._admin = Admin(http=self._http)
         self._group = quote(self.config.group_id, safe="")
-        self._routes = GroupRoutes(self._http, self.config)
         self._lock = threading.Condition()
         self._membership = Membership()
+        self._routes: GroupRoutes | ConsumerProtocolRoutes = (
+            ConsumerProtocolRoutes(self._http, self.config, self._owned)
+            if self.config.group_protocol == "consumer"
+            else GroupRoutes(self._http, self.config)
+        )
         self._member_id: str | None = None
+        self._giving_up: frozenset[TopicPartitionKey] = frozenset()  # being revoked
         self._answer: Rebalancing | Stable | None = None  # news for poll to act on
         self._heard: Rebalancing | Stable | None = None  # the last answer, news or not
         self._fatal: TidelogError | None = None
@@ -288,8 +298,8 @@ class Consumer:
         try:
             if self._subscription is not None:
                 self._revoke(tuple(sorted(self._membership.owned)))
-                if not self.config.group_instance_id:
-                    self._leave()
+                if not self.config.group_instance_id or self.config.group_protocol == "consumer":
+                    self._leave()  # a static member of the consumer protocol leaves with -2
             elif self.config.enable_auto_commit and self._manual:
                 self._commits.quietly(self._fetcher.consumed())
         finally:
@@ -337,7 +347,12 @@ class Consumer:
         # still takes their commits while the next one is being prepared.
         with self._lock:
             step = self._membership.step(answer)
+            self._giving_up = frozenset(step.revoke)
         self._revoke(step.revoke)
+        if step.revoke:
+            with self._lock:
+                self._giving_up = frozenset()
+                self._lock.notify_all()  # heartbeat now, to say so: the next owner waits
         if step.join is not None:
             with self._lock:
                 self._membership.join(step.join)
@@ -410,7 +425,7 @@ class Consumer:
 
     def _out_of_group(self, error: TidelogError) -> None:
         """Called with the lock held."""
-        if error.kafka_error.name in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION"):
+        if error.kafka_error.name in _REJOIN:
             log.warning("group %s: %s; joining again", self.config.group_id, error.message)
             self._member_id = None  # the next poll calls on_lost and joins again
         else:
@@ -431,6 +446,13 @@ class Consumer:
                 self._routes.leave(member)
             finally:
                 self._lock.acquire()
+
+    def _owned(self) -> frozenset[TopicPartitionKey]:
+        """What the member still owns, as its consumer-protocol heartbeats say: partitions
+        being revoked included until their commit is made, or their next owner could start
+        from an older one."""
+        with self._lock:
+            return self._membership.owned | self._giving_up
 
     def _wake_heartbeat(self) -> None:
         with self._lock:

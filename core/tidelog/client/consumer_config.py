@@ -44,6 +44,8 @@ class ConsumerConfig:
     request_timeout_ms: int = 30_000
     retry_backoff_ms: int = 100
     isolation_level: str = "read_committed"  # librdkafka's default (Java's: read_uncommitted)
+    group_protocol: str = "classic"  # or "consumer" (KIP-848); Kafka 4's clients default so too
+    group_remote_assignor: str = ""  # the consumer protocol's assignor; "": the group's choice
 
     @classmethod
     def parse(cls, config: Mapping[str, Any]) -> tuple[ConsumerConfig, dict[str, Any]]:
@@ -56,6 +58,15 @@ class ConsumerConfig:
         if parsed.isolation_level not in ("read_committed", "read_uncommitted"):
             raise InvalidRequestError(
                 f"isolation.level={parsed.isolation_level!r}: read_committed or read_uncommitted"
+            )
+        if parsed.group_protocol not in ("classic", "consumer"):
+            raise InvalidRequestError(
+                f"group.protocol={parsed.group_protocol!r}: classic or consumer"
+            )
+        if parsed.group_remote_assignor not in ("", "uniform", "range"):
+            raise InvalidRequestError(
+                f"group.remote.assignor={parsed.group_remote_assignor!r}: uniform or range",
+                kafka_error="UNSUPPORTED_ASSIGNOR",
             )
         strategies = parsed.assignors()
         if not strategies or not set(strategies) <= _STRATEGIES:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from tidelog.errors import ConflictError, InvalidRequestError, RetriableError, TidelogError
 from tidelog.groups import items
-from tidelog.groups.consumer.model import ConsumerGroup, StaleMemberEpochError
+from tidelog.groups.consumer.model import ConsumerGroup
 from tidelog.groups.model import (
     MAX_METADATA_BYTES,
     REBALANCING,
@@ -330,18 +330,11 @@ class GroupOffsets:
 
 def _fence_consumer_commit(group: ConsumerGroup, member_id: str, epoch: int) -> None:
     """Kafka's ConsumerGroup.validateOffsetCommit: a member's commit carries its current
-    epoch (STALE_MEMBER_EPOCH otherwise); one from outside the group management (epoch -1) is
-    taken only while the group is empty."""
+    epoch; one from outside the group management (epoch -1) is taken only while the group is
+    empty."""
     if epoch < 0 and not group.members:
         return
-    member = group.members.get(member_id)
-    if member is None:
-        raise UnknownMemberError(f"Member {member_id} is not a member of group {group.name}.")
-    if epoch != member.epoch:
-        raise StaleMemberEpochError(
-            f"The received member epoch {epoch} does not match the expected member epoch "
-            f"{member.epoch}."
-        )
+    group.member_at(member_id, epoch)
 
 
 class SubscribedTopicError(ConflictError):

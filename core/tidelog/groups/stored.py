@@ -13,8 +13,6 @@ from tidelog.groups.consumer import items as consumer_items
 from tidelog.groups.consumer.heartbeat import Config, expire
 from tidelog.groups.consumer.model import (
     ConsumerGroup,
-    StaleMemberEpochError,
-    UnknownConsumerMemberError,
 )
 from tidelog.groups.model import Group, InconsistentProtocolError
 from tidelog.storage import ConditionFailedError, Delete, MetadataStore
@@ -73,15 +71,5 @@ def release_consumer(meta: MetadataStore, name: str) -> None:
 def check_fetch(group: AnyGroup, member_id: str | None, epoch: int) -> None:
     """Kafka's validateOffsetFetch, for an OffsetFetch (v9) naming a member: in a consumer group
     the member must be one, at its epoch. A classic group checks nothing."""
-    if not isinstance(group, ConsumerGroup):
-        return
-    member = group.members.get(member_id or "")
-    if member is None:
-        raise UnknownConsumerMemberError(
-            f"Member {member_id} is not a member of group {group.name}."
-        )
-    if epoch != member.epoch:
-        raise StaleMemberEpochError(
-            f"The received member epoch {epoch} does not match the expected member epoch "
-            f"{member.epoch}."
-        )
+    if isinstance(group, ConsumerGroup):
+        group.member_at(member_id, epoch)

@@ -18,7 +18,7 @@ from tidelog.groups.consumer.target import DEFAULT_ASSIGNOR
 from tidelog.groups.model import GroupNotFoundError, validate_group_id
 from tidelog.kafka.codec import NONE, Answer, Request, field, items
 
-CONSUMER_MEMBER = 1  # ConsumerGroupDescribe's member type (v1): 0 classic, 1 consumer
+CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1  # ConsumerGroupDescribe's member type (v1)
 UNKNOWN_OPERATIONS = -(2**31)
 
 
@@ -136,7 +136,7 @@ def _member(group: ConsumerGroup, member: Member, names: dict[str, str]) -> Answ
         "target_assignment": {
             "topic_partitions": _topic_partitions(group.target.of(member.member_id), names)
         },
-        "member_type": CONSUMER_MEMBER,
+        "member_type": CLASSIC_MEMBER if member.is_classic else CONSUMER_MEMBER,
     }
 
 

@@ -55,6 +55,14 @@ def read_subscription(metadata: bytes) -> tuple[str, ...]:
     return tuple(str(t) for t in body.topics)
 
 
+def read_owned(metadata: bytes) -> tuple[TopicPartition, ...]:
+    """The partitions a member says it still owns (v1 on, KIP-429): what a cooperative member
+    of a consumer group gives up by leaving out of its next JoinGroup. None before v1."""
+    body = _read(metadata, _SUBSCRIPTIONS, "subscription")
+    owned = getattr(body, "owned_partitions", ())
+    return tuple(TopicPartition(str(t.topic), int(p)) for t in owned for p in t.partitions)
+
+
 def write_subscription(topics: Iterable[str]) -> bytes:
     return _write(SubscriptionV0(topics=tuple(topics), user_data=None))
 

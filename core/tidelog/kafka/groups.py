@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from tidelog import runtime
 from tidelog.assignors import ASSIGNORS
 from tidelog.errors import TidelogError
+from tidelog.groups.consumer.coordinator import ConsumerCoordinator
 from tidelog.groups.consumer.model import ConsumerGroup
 from tidelog.groups.coordinator import Coordinator, JoinRequest
 from tidelog.groups.model import (
@@ -44,10 +45,12 @@ from tidelog.groups.stored import AnyGroup, ConsumerProtocolGroupError
 from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
 from tidelog.kafka.consumer_protocol import (
     PROTOCOL_TYPE,
+    read_owned,
     read_subscription,
     write_assignment,
     write_subscription,
 )
+from tidelog.kafka.mixed_groups import ClassicMembers
 from tidelog.kafka.node import Node
 from tidelog.kafka.placement import client_zone, group_key, owner, txn_key, visible
 from tidelog.kafka.registry import Brokers
@@ -74,6 +77,7 @@ class GroupHandlers:
         brokers: Brokers,
         *,
         coordinator: Callable[[], Coordinator] = runtime.coordinator,
+        consumer_groups: Callable[[], ConsumerCoordinator] = runtime.consumer_groups,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
@@ -81,6 +85,11 @@ class GroupHandlers:
         self._coordinator = coordinator
         self._monotonic = monotonic
         self._sleep = sleep
+        # A consumer group's classic members (ConsumerProtocolGroupError from the classic
+        # coordinator says the group is one).
+        self._classic_members = ClassicMembers(
+            coordinator=consumer_groups, monotonic=monotonic, sleep=sleep
+        )
 
     # FindCoordinator ---------------------------------------------------------------------
 
@@ -130,6 +139,9 @@ class GroupHandlers:
             generation, protocol = self._await(
                 str(body.group_id), member_id, join.rebalance_timeout_ms, _joined(member_id)
             )
+        except ConsumerProtocolGroupError:
+            owned = read_owned(_known(body)[0].metadata)
+            return self._classic_members.join(request, join, owned, member_id)
         except TidelogError as exc:
             return _join_error(exc, member_id)
         return {
@@ -165,6 +177,8 @@ class GroupHandlers:
             member = self._coordinator().load(name).members.get(member_id)
             timeout_ms = member.rebalance_timeout_ms if member is not None else 0
             assignment = self._await(name, member_id, timeout_ms, assigned)
+        except ConsumerProtocolGroupError:
+            return self._classic_members.sync(request)
         except TidelogError as exc:
             return {"throttle_time": 0, "error_code": exc.kafka_error.code, "assignment": b""}
         return {
@@ -220,6 +234,8 @@ class GroupHandlers:
             # joined this generation carries on (Kafka's CompletingRebalance).
             completing = exc.state == State.COMPLETING_REBALANCE and exc.generation == generation
             error = NONE if completing else exc.kafka_error.code
+        except ConsumerProtocolGroupError:
+            error = self._classic_members.heartbeat(request)
         except TidelogError as exc:
             error = exc.kafka_error.code
         return {"throttle_time": 0, "error_code": error}
@@ -257,6 +273,8 @@ class GroupHandlers:
                     return code("UNKNOWN_MEMBER_ID")
                 member_id = found.member_id
             coordinator.leave(name, member_id)
+        except ConsumerProtocolGroupError:
+            return self._classic_members.leave(name, member_id, instance_id)
         except TidelogError as exc:
             return exc.kafka_error.code
         return NONE
@@ -380,7 +398,7 @@ def _join_request(request: Request) -> JoinRequest:
             f"protocol type {body.protocol_type!r}: tidelog runs the assignors of consumer "
             "groups itself, and knows no others"
         )
-    known = [p for p in items(body.protocols) if str(p.name) in ASSIGNORS]
+    known = _known(body)
     if not known:
         raise InconsistentProtocolError(
             f"none of the assignors {[str(p.name) for p in items(body.protocols)]} is one "
@@ -398,6 +416,11 @@ def _join_request(request: Request) -> JoinRequest:
         client_id=request.client_id or "",
         client_host=request.client_host,
     )
+
+
+def _known(body: Any) -> list[Any]:
+    """A JoinGroup's protocols that name an assignor tidelog runs, in the client's order."""
+    return [p for p in items(body.protocols) if str(p.name) in ASSIGNORS]
 
 
 def _join_error(error: TidelogError, member_id: str) -> Answer:

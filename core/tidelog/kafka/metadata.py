@@ -157,8 +157,8 @@ class MetadataHandlers:
                 raise InvalidRequestError("name topics by name before Metadata v12")
             if ref.error is not None:
                 raise ref.error
-            if ref.topic_id != NO_ID:
-                return topic_metadata(runtime.topic_cache().by_id(str(ref.topic_id)), nodes)
+            if ref.found is not None:
+                return topic_metadata(ref.found, nodes)
             return topic_metadata(runtime.topic_or_create(ref.name, create=create), nodes)
         except TidelogError as exc:
             return {

@@ -14,12 +14,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tidelog.groups import items
-from tidelog.groups.consumer.model import ConsumerGroup
+from tidelog.groups.consumer.model import ConsumerGroup, StaleMemberEpochError
 from tidelog.groups.model import (
     Committed,
     Group,
     IllegalGenerationError,
-    UnknownMemberError,
     known_member,
 )
 from tidelog.storage import Delete, ItemExists, MetadataStore, Put, Write
@@ -123,13 +122,10 @@ def check_member(group: Group | ConsumerGroup, member_id: str, generation: int) 
     if isinstance(group, ConsumerGroup):
         if generation < 0 and (not member_id or not group.members):
             return
-        member = group.members.get(member_id)
-        if member is None:
-            raise UnknownMemberError(f"Member {member_id} is not a member of group {group.name}.")
-        if generation != member.epoch:
-            raise IllegalGenerationError(
-                f"epoch {generation} is not member {member_id}'s current {member.epoch}"
-            )
+        try:
+            group.member_at(member_id, generation)
+        except StaleMemberEpochError as exc:  # not one of TxnOffsetCommit's errors
+            raise IllegalGenerationError(exc.message) from exc
         return
     if member_id:
         known_member(group, member_id)

@@ -4,8 +4,10 @@ moves the group epoch starts the assignment state machine, whose task (``assign`
 target if the epoch is still the group's.
 
 A consumer group and a classic group share a name space, as in Kafka: an empty group of one
-protocol becomes one of the other when a member of the other joins; a group with members of
-the other protocol refuses it (GROUP_ID_NOT_FOUND, Kafka's "not a consumer group").
+protocol becomes one of the other when a member of the other joins. A classic group with
+members becomes a consumer group when a consumer-protocol member joins it (Kafka's online
+upgrade), and its classic members carry on in it (``classic_*``). A consumer group never turns
+back into a classic one while it has members: a classic member joins it as a classic member.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import TypeVar
 
+from tidelog.assignors import TopicPartition
 from tidelog.errors import RetriableError
 from tidelog.groups import items as shared
-from tidelog.groups.consumer import items
+from tidelog.groups.consumer import classic, items
 from tidelog.groups.consumer.heartbeat import (
     Config,
     Heartbeat,
@@ -28,14 +32,16 @@ from tidelog.groups.consumer.heartbeat import (
     heartbeat,
     validate,
 )
-from tidelog.groups.consumer.model import ConsumerGroup, GroupIsClassicError
+from tidelog.groups.consumer.model import ConsumerGroup, UnknownConsumerMemberError
 from tidelog.groups.consumer.target import compute_target
-from tidelog.groups.model import validate_group_id
+from tidelog.groups.model import GroupNotFoundError, validate_group_id
 from tidelog.groups.rebalancer import CONSUMER, Rebalancer
 from tidelog.log.topics import Topics as TopicStore
-from tidelog.storage import ConditionFailedError, Delete, MetadataStore, Write
+from tidelog.storage import ConditionFailedError, Delete, MetadataStore, Put, Write
+from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
 
 logger = logging.getLogger(__name__)
+_R = TypeVar("_R")
 
 _ATTEMPTS = 30
 TOPICS_TTL_MS = 1_000
@@ -44,6 +50,26 @@ STALL_MS = 60_000  # an epoch unassigned this long is started over (as classic g
 
 def stalled(group: ConsumerGroup, now_ms: int) -> bool:
     return group.target.epoch < group.epoch and now_ms - group.epoch_ms > STALL_MS
+
+
+def _outcome(outcome: Outcome) -> tuple[ConsumerGroup, Outcome]:
+    return outcome.group, outcome
+
+
+def _written(changed: tuple[ConsumerGroup, Outcome]) -> Outcome:
+    return replace(changed[1], group=changed[0])
+
+
+def _merged(writes: list[Write]) -> list[Write]:
+    """One write per item, as a transaction needs: an item a conversion deletes and the new
+    group puts is put, whatever was there (the meta item's version guards the whole)."""
+    put = {w.key for w in writes if isinstance(w, Put)}
+    deleted = {w.key for w in writes if isinstance(w, Delete)}
+    return [
+        Put(w.item) if isinstance(w, Put) and w.key in deleted else w
+        for w in writes
+        if not (isinstance(w, Delete) and w.key in put)
+    ]
 
 
 class ConsumerCoordinator:
@@ -90,36 +116,81 @@ class ConsumerCoordinator:
         return None if group is None else expire(group, self.config, self._clock_ms())
 
     def heartbeat(self, name: str, request: Heartbeat) -> Outcome:
-        validate_group_id(name)
         validate(request, self.config)
+        return _written(
+            self._change(
+                name,
+                lambda g, topics, now: _outcome(heartbeat(g, request, topics, self.config, now)),
+            )
+        )
+
+    # -- members of the classic protocol (tidelog.groups.consumer.classic) ------------------
+
+    def classic_join(self, name: str, request: classic.ClassicJoin) -> Outcome:
+        return _written(
+            self._change(
+                name,
+                lambda g, topics, now: _outcome(classic.join(g, request, topics, self.config, now)),
+            )
+        )
+
+    def classic_sync(
+        self, name: str, member_id: str, instance_id: str | None, generation: int
+    ) -> list[TopicPartition]:
+        """The partitions a classic member's SyncGroup answers, by topic name."""
+        group = self.describe(name)
+        if group is None:
+            raise UnknownConsumerMemberError(f"Group {name} has no consumer members.")
+        member = classic.sync(group, member_id, instance_id, generation)
+        names = {topic_id: t for t, (topic_id, _) in self.topic_map().items()}
+        return classic.assigned_by_name(member, names)
+
+    def classic_heartbeat(
+        self, name: str, member_id: str, instance_id: str | None, generation: int
+    ) -> bool:
+        """The classic member's session renewed; whether it must join again."""
+        return self._change(
+            name,
+            lambda g, topics, now: classic.beat(
+                g, member_id, instance_id, generation, topics=topics, now_ms=now
+            ),
+        )[1]
+
+    def classic_leave(self, name: str, member_id: str, instance_id: str | None) -> None:
+        self._change(name, lambda g, _, now: (classic.leave(g, member_id, instance_id), None))
+
+    def _change(
+        self, name: str, step: Callable[[ConsumerGroup, Topics, int], tuple[ConsumerGroup, _R]]
+    ) -> tuple[ConsumerGroup, _R]:
+        """``step`` applied to the group as it is now, and written in one transaction
+        conditional on the group as read (computed again if it moved meanwhile)."""
+        validate_group_id(name)
         now = self._clock_ms()
         topics = self.topic_map()
         for _ in range(_ATTEMPTS):
             found = list(self._meta.query(shared.group_pk(name)))
-            loaded, released = self._consumer_group(name, found)
+            stored, loaded, released = self._consumer_group(name, found, topics, now)
             current = expire(loaded, self.config, now)
             if current.members and stalled(current, now):
                 # The target of this epoch never came (its execution could not start, or
                 # failed for good): a new epoch, and a new execution for it.
                 logger.warning("group %s: epoch %d was never assigned", name, current.epoch)
                 current = replace(current, epoch=current.epoch + 1)
-            outcome = heartbeat(current, request, topics, self.config, now)
-            new = outcome.group
+            new, answer = step(current, topics, now)
             if new.epoch != loaded.epoch:
                 new = replace(new, epoch_ms=now)
-            if not loaded.exists or released:  # created: executions named anew
+            if not stored.exists or released:  # created or converted: executions named anew
                 new = replace(new, incarnation=self._new_incarnation())
-            outcome = replace(outcome, group=new)
-            writes = released + items.diff(name, loaded, new)
+            writes = _merged(released + items.diff(name, stored, new))
             if not writes:
-                return outcome
+                return new, answer
             try:
                 self._meta.transact(writes)
             except ConditionFailedError:
                 continue
             if new.epoch > loaded.epoch and new.members:
                 self._start(name, new)
-            return outcome
+            return new, answer
         raise RetriableError(f"group {name} kept changing; try again")
 
     def assign(self, name: str, epoch: int) -> dict[str, object]:
@@ -147,24 +218,32 @@ class ConsumerCoordinator:
         raise RetriableError(f"group {name} kept changing under its assignment; try again")
 
     def _consumer_group(
-        self, name: str, found: list[Mapping[str, object]]
-    ) -> tuple[ConsumerGroup, list[Write]]:
-        """The consumer group the items hold; or, where they hold an empty classic group, a new
-        consumer group and the deletes that retire the classic one's membership items (its
-        offsets stay the group's)."""
+        self, name: str, found: list[Mapping[str, object]], topics: Topics, now_ms: int
+    ) -> tuple[ConsumerGroup, ConsumerGroup, list[Write]]:
+        """The group as stored, the group to change, and the writes that retire a classic
+        group's items. An empty classic group becomes a new consumer group (its offsets stay
+        the group's); one with members is upgraded, each keeping what it was assigned
+        (tidelog.groups.consumer.classic.upgrade)."""
         if items.is_consumer(found) or not found:
-            return items.group_from_items(name, found), []
-        classic = shared.group_from_items(name, found)
-        if classic.members:
-            raise GroupIsClassicError(
-                f"Group {name} is not a consumer group: it has members of the classic protocol"
-            )
+            group = items.group_from_items(name, found)
+            return group, group, []
+        old = shared.group_from_items(name, found)
         released: list[Write] = [
             Delete(str(i["pk"]), str(i["sk"])) for i in found if i["sk"] != shared.META_SK
         ]
-        # The classic meta item is replaced, on condition of its version: a join meanwhile
-        # makes the heartbeat read the group again.
-        return ConsumerGroup(name, version=classic.version), released
+        # The classic meta item is replaced on condition of its version: a change to the
+        # classic group meanwhile makes this one read the group again.
+        stored = ConsumerGroup(name, version=old.version)
+        if not old.members:
+            return stored, stored, released
+        if len(found) + 1 > MAX_TRANSACTION_WRITES:  # its items, rewritten, and a target
+            # Kafka refuses an upgrade past group.consumer.max.size the same way.
+            raise GroupNotFoundError(
+                f"Cannot upgrade classic group {name} to a consumer group: its "
+                f"{len(old.members)} members are more than one transaction converts."
+            )
+        logger.info("group %s: upgraded to the consumer protocol", name)
+        return stored, classic.upgrade(old, topics, now_ms, old.incarnation), released
 
     def _start(self, name: str, group: ConsumerGroup) -> None:
         try:

@@ -107,11 +107,12 @@ def validate(request: Heartbeat, config: Config) -> None:
 
 
 def expire(group: ConsumerGroup, config: Config, now_ms: int) -> ConsumerGroup:
-    """The group without members past their session or their rebalance timeout."""
+    """The group without members past their session (a classic member's own) or their
+    rebalance timeout."""
     gone = [
         m.member_id
         for m in group.members.values()
-        if m.heartbeat_ms + config.session_timeout_ms < now_ms
+        if m.heartbeat_ms + (m.classic_session_ms or config.session_timeout_ms) < now_ms
         or (m.revoke_by_ms is not None and m.revoke_by_ms < now_ms)
     ]
     for member_id in gone:

@@ -73,6 +73,7 @@ def member_from_item(item: Mapping[str, object]) -> Member:
         return None if value is None else str(value)
 
     revoke_by = item.get("revoke_by_ms")
+    session = item.get("classic_session_ms")
     return Member(
         member_id=str(item["member_id"]),
         epoch=shared.int_of(item["epoch"]),
@@ -90,6 +91,8 @@ def member_from_item(item: Mapping[str, object]) -> Member:
         client_host=str(item.get("client_host", "")),
         heartbeat_ms=shared.int_of(item["heartbeat_ms"]),
         revoke_by_ms=None if revoke_by is None else shared.int_of(revoke_by),
+        classic_session_ms=None if session is None else shared.int_of(session),
+        protocols=shared.strings(item.get("protocols")),
     )
 
 
@@ -116,6 +119,8 @@ def member_item(name: str, member: Member) -> Item:
         "client_id": member.client_id or None,
         "client_host": member.client_host or None,
         "revoke_by_ms": member.revoke_by_ms,
+        "classic_session_ms": member.classic_session_ms,
+        "protocols": list(member.protocols) or None,
     }
     item.update({k: v for k, v in optional.items() if v is not None})
     return item

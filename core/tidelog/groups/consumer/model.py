@@ -21,6 +21,7 @@ from enum import StrEnum
 
 from tidelog.assignors import TopicPartition
 from tidelog.errors import ConflictError, InvalidRequestError, NotFoundError
+from tidelog.groups.model import IllegalGenerationError
 
 Partitions = frozenset[TopicPartition]  # (topic id, partition)
 NONE: Partitions = frozenset()
@@ -62,12 +63,6 @@ class UnknownConsumerMemberError(NotFoundError):
     default_kafka_error = "UNKNOWN_MEMBER_ID"
 
 
-class GroupIsClassicError(InvalidRequestError):
-    """The group uses the classic protocol; mixing is not served (yet)."""
-
-    default_kafka_error = "GROUP_ID_NOT_FOUND"
-
-
 @dataclass(frozen=True)
 class Member:
     member_id: str
@@ -86,6 +81,14 @@ class Member:
     client_host: str = ""
     heartbeat_ms: int = 0  # its last heartbeat, which its session counts from
     revoke_by_ms: int | None = None  # while it holds partitions to give up: its deadline
+    # A member of the classic protocol (tidelog.groups.consumer.classic): its own session
+    # timeout, and the assignors its JoinGroup named, in its order.
+    classic_session_ms: int | None = None
+    protocols: tuple[str, ...] = ()
+
+    @property
+    def is_classic(self) -> bool:
+        return self.classic_session_ms is not None
 
     def subscribes(self, name: str) -> bool:
         if name in self.topics:
@@ -142,6 +145,24 @@ class ConsumerGroup:
         """Each partition some member holds, and that member's epoch (Kafka's current
         partition epoch): a partition here is given to nobody else."""
         return {tp: m.epoch for m in self.members.values() for tp in m.held}
+
+    def member_at(self, member_id: str | None, epoch: int) -> Member:
+        """Kafka's validateMemberEpoch, for commits and fetches that name a member: the
+        member, at the epoch it names (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for a classic
+        member, whose epoch is its generation)."""
+        member = self.members.get(member_id or "")
+        if member is None:
+            raise UnknownConsumerMemberError(
+                f"Member {member_id} is not a member of group {self.name}."
+            )
+        if epoch != member.epoch:
+            said = "generation id" if member.is_classic else "member epoch"
+            error = IllegalGenerationError if member.is_classic else StaleMemberEpochError
+            raise error(
+                f"The received {said} {epoch} does not match the expected member epoch "
+                f"{member.epoch}."
+            )
+        return member
 
     def static_member(self, instance_id: str) -> Member | None:
         return next((m for m in self.members.values() if m.instance_id == instance_id), None)
