@@ -45,6 +45,13 @@ PRODUCERS = (  # role, name, records a second
     ("http-producer", "http0", 10.0),
 )
 GROUP_MEMBERS = 2
+MEMBER_PROTOCOLS = ("classic", "consumer")  # by member index: the group mixes them
+# A consumer-protocol member's session, set by the coordinator: 12 s, heartbeats every 3 s
+# (the classic members ask for 6 s; librdkafka times a heartbeat out after its interval).
+CONSUMER_GROUPS = {
+    "TIDELOG_CONSUMER_SESSION_TIMEOUT_MS": "12000",
+    "TIDELOG_CONSUMER_HEARTBEAT_INTERVAL_MS": "3000",
+}
 AGENT_STARTS = 3
 # Clients yield the CPU to the system under test, as if on machines of their own: an
 # idempotent librdkafka producer spins while its five requests in flight wait (librdkafka
@@ -126,6 +133,7 @@ class Cluster:
             "TIDELOG_FAULT_FILE": str(self.fault_file),
             "TIDELOG_FAULT_SEED": str(seed),
             **HOUSEKEEPING,
+            **CONSUMER_GROUPS,
         }
         self.env.pop("TIDELOG_TABLE", None)
         self.env.pop("TIDELOG_BUCKET", None)
@@ -223,11 +231,13 @@ class Workload:
             self.start("assign-consumer", "a0"),
             self.start("committed-consumer", "c0", topic=TXN_TOPIC),
         ]
-        self.members = [self.start("group-consumer", f"g{i}") for i in range(GROUP_MEMBERS)]
+        self.members = [self.start_member(i) for i in range(GROUP_MEMBERS)]
         self._members_started = GROUP_MEMBERS
         self.lock = threading.Lock()
 
-    def start(self, role: str, name: str, rate: float = 0.0, topic: str = TOPIC) -> Process:
+    def start(
+        self, role: str, name: str, rate: float = 0.0, topic: str = TOPIC, *extra: str
+    ) -> Process:
         partitions = TXN_PARTITIONS if topic == TXN_TOPIC else PARTITIONS
         command = [
             *("nice", "-n", CLIENT_NICENESS),
@@ -235,14 +245,21 @@ class Workload:
             *("--history", str(self.histories / f"{name}.jsonl"), "--topic", topic),
             *("--bootstrap", self.cluster.bootstrap, "--api", self.cluster.api_url),
             *("--partitions", str(partitions), "--rate", str(rate), "--group", GROUP),
+            *extra,
         ]
         return Process(command, dict(os.environ), self.logs / f"{name}.log")
 
+    def start_member(self, index: int) -> Process:
+        """Member ``g<index>``: even ones speak the classic protocol, odd ones KIP-848's, so
+        the group is mixed (the first consumer-protocol member upgrades it)."""
+        protocol = MEMBER_PROTOCOLS[index % len(MEMBER_PROTOCOLS)]
+        return self.start("group-consumer", f"g{index}", 0.0, TOPIC, "--protocol", protocol)
+
     def new_member(self) -> Process:
         with self.lock:
-            name = f"g{self._members_started}"
+            index = self._members_started
             self._members_started += 1
-        member = self.start("group-consumer", name)
+        member = self.start_member(index)
         with self.lock:
             self.members.append(member)
         return member

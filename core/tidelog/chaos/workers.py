@@ -6,7 +6,8 @@ every operation in its own history file (tidelog.chaos.history).
 Roles: ``rdkafka-producer`` (confluent-kafka: librdkafka, idempotent, at its defaults),
 ``kafka-python-producer`` (idempotent), ``http-producer`` (tidelog.client over the HTTP API),
 ``assign-consumer`` (librdkafka, every partition from the start) and ``group-consumer``
-(librdkafka, subscribed, committing after processing each poll); and the transactional ones,
+(librdkafka, subscribed, committing after processing each poll; ``--protocol`` classic or
+KIP-848's consumer protocol); and the transactional ones,
 ``txn-producer``, ``txn-reader`` and ``committed-consumer`` (tidelog.chaos.txnworkers).
 SIGTERM ends a worker: a producer flushes what it has queued first. What a producer never heard
 about stays an unfinished ``invoke``, which the checker counts as unknown.
@@ -205,14 +206,19 @@ def group_consumer(worker: Worker) -> None:
     from confluent_kafka import Consumer, KafkaException  # noqa: PLC0415 - extra: chaos
 
     group = worker.options.group
+    # Classic members set their own session; the coordinator sets a consumer member's.
+    protocol: dict[str, Any] = (
+        {"group.protocol": "consumer"}
+        if worker.options.protocol == "consumer"
+        else {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000}
+    )
     consumer = Consumer(
         {
             "bootstrap.servers": worker.servers,
             "group.id": group,
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
-            "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 1000,
+            **protocol,
         }
     )
 
@@ -265,6 +271,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--rate", type=float, default=20.0)
     parser.add_argument("--group", default="chaos-readers")
+    parser.add_argument("--protocol", choices=("classic", "consumer"), default="classic")
     options = parser.parse_args(argv)
     # The client libraries' own warnings, timed, in the worker's log: what a stall looked like.
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
