@@ -14,7 +14,6 @@ from aws_lambda_powertools import Logger
 
 from tidelog import runtime
 from tidelog.groups.rebalancer import CONSUMER
-from tidelog.groups.stored import ConsumerProtocolGroupError
 
 logger = Logger(service="tidelog-assignor")
 
@@ -25,9 +24,6 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if event.get("protocol") == CONSUMER:
         answer = runtime.consumer_groups().assign(group, generation)
     else:
-        try:
-            answer = runtime.coordinator().assign(group, generation)
-        except ConsumerProtocolGroupError:  # upgraded meanwhile: its epochs have executions
-            answer = {"group": group, "generation": generation, "stale": True, "waiting": False}
+        answer = runtime.coordinator().assign(group, generation)
     logger.info("assignment", extra=answer)
     return answer

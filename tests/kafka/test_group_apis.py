@@ -8,9 +8,11 @@ from dataclasses import replace
 
 import pytest
 from kio.index import load_request_schema
-from tests.support.groups import coordinator
+from tests.support.groups import Recorder, coordinator
 
 from tidelog.assignors import TopicPartition
+from tidelog.groups.consumer.coordinator import ConsumerCoordinator
+from tidelog.groups.consumer.heartbeat import Config, Heartbeat
 from tidelog.groups.coordinator import JoinRequest
 from tidelog.groups.model import State
 from tidelog.kafka.apis import API_VERSIONS, ApiKey
@@ -38,6 +40,9 @@ def tps(*partitions: int) -> list[TopicPartition]:
     return [TopicPartition("t", p) for p in partitions]
 
 
+OWNS: frozenset[TopicPartition] = frozenset()  # a joining consumer-protocol member's
+
+
 def join_body(member_id="", *, protocols=("range",), topics=("t",), **extra) -> dict:
     return {
         "group_id": "g",
@@ -55,12 +60,16 @@ class Agent:
     run and plays the state machine, then ``meanwhile`` (what other members do)."""
 
     def __init__(self, partitions: int = 4) -> None:
-        self.coord, self.rebalancer, self.topics, self.clock, _ = coordinator()
+        self.coord, self.rebalancer, self.topics, self.clock, meta = coordinator()
         self.topics.create("t", partitions, {})
         self.meanwhile: Callable[[], None] = lambda: None
+        self.consumer = ConsumerCoordinator(
+            meta, self.topics, Recorder(), clock_ms=self.clock, config=Config()
+        )
         self.groups = GroupHandlers(
             Solo(Node(7, "agent.local", 9092)),
             coordinator=lambda: self.coord,
+            consumer_groups=lambda: self.consumer,
             monotonic=lambda: self.clock.now / 1000,
             sleep=self._sleep,
         )
@@ -226,6 +235,33 @@ def test_a_join_waits_at_the_barrier_until_the_other_member_has_rejoined():
     assert (rejoined[0]["member_id"], rejoined[0]["generation_id"]) == (a, 2)
     got = {m: agent.sync(m, 2)["partitions"] for m in (a, b["member_id"])}
     assert got == {a: tps(0, 1), b["member_id"]: tps(2, 3)}
+
+
+def test_a_join_waiting_when_a_consumer_member_upgrades_the_group_is_told_to_rejoin():
+    """As Kafka completes waiting joins at the upgrade: the member joins again, this time as a
+    classic member of the consumer group."""
+    agent = Agent()
+    a, _ = agent.member()
+    upgraded = []
+
+    def upgrade():
+        assert agent.beat(a, 1) == REBALANCING  # a lives on, told to rejoin (and does not)
+        if not upgraded:
+            beat = Heartbeat("kip848", 0, rebalance_timeout_ms=10_000, topics=("t",), owned=OWNS)
+            upgraded.append(agent.consumer.heartbeat("g", beat))
+
+    agent.meanwhile = upgrade
+    first = agent.call(ApiKey.JOIN_GROUP, 7, join_body())
+    assert first["error_code"] == MEMBER_ID_REQUIRED
+    b = first["member_id"]
+    body = join_body(b)
+    waiting = agent.call(ApiKey.JOIN_GROUP, 7, body)  # b waits for a at the barrier ...
+    assert waiting["error_code"] == REBALANCING  # ... and the group is upgraded meanwhile
+    again = agent.call(ApiKey.JOIN_GROUP, 7, body)  # a classic member of a consumer group now
+    assert again["error_code"] == NONE, again
+    group = agent.consumer.describe("g")
+    assert {m.member_id for m in group.members.values() if m.is_classic} == {a, b}
+    assert agent.beat(a, 1) == REBALANCING  # a, too, is told to catch up
 
 
 def test_a_member_that_never_rejoins_is_removed_and_the_waiting_join_completes():

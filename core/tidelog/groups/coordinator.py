@@ -53,12 +53,7 @@ from tidelog.groups.rebalancer import Rebalancer
 from tidelog.groups.stored import AnyGroup
 from tidelog.log.read.fetch import LogReader
 from tidelog.log.topics import Topics
-from tidelog.storage import (
-    ConditionFailedError,
-    MetadataStore,
-    Put,
-    Write,
-)
+from tidelog.storage import ConditionFailedError, MetadataStore, Put, Write
 
 logger = logging.getLogger(__name__)
 
@@ -355,7 +350,14 @@ class Coordinator:
         """Compute and write generation ``generation``'s assignment, if it is still current and
         every member has joined it. Until then the answer says to wait and ask again (the state
         machine loops); a member that has not joined by the rebalance timeout is removed, as
-        Kafka removes it, which starts the next generation."""
+        Kafka removes it, which starts the next generation. A group upgraded to the consumer
+        protocol meanwhile is stale here: its epochs have executions of their own."""
+        try:
+            return self._assign(name, generation)
+        except stored.ConsumerProtocolGroupError:
+            return {"group": name, "generation": generation, "stale": True, "waiting": False}
+
+    def _assign(self, name: str, generation: int) -> dict[str, object]:
         answer: dict[str, object] = {
             "group": name,
             "generation": generation,

@@ -200,7 +200,7 @@ class GroupHandlers:
         deadline = self._monotonic() + timeout_ms / 1000
         touched = self._monotonic()
         while True:
-            group = coordinator.load(name)
+            group = self._load_waiting(coordinator, name)
             member = group.members.get(member_id)
             if member is None:
                 raise _gone(group, member_id)
@@ -215,6 +215,19 @@ class GroupHandlers:
                 self._touch(coordinator, name, member_id, member.joined_generation)
                 touched = now
             self._sleep(POLL_S)
+
+    @staticmethod
+    def _load_waiting(coordinator: Coordinator, name: str) -> Group:
+        try:
+            return coordinator.load(name)
+        except ConsumerProtocolGroupError as exc:
+            # Upgraded while the member waited: Kafka completes waiting joins and syncs with
+            # REBALANCE_IN_PROGRESS, and the member joins the consumer group as a classic one.
+            raise RebalanceInProgressError(
+                f"group {name} became a consumer group; join again",
+                generation=-1,
+                state=State.PREPARING_REBALANCE.value,
+            ) from exc
 
     @staticmethod
     def _touch(coordinator: Coordinator, name: str, member_id: str, generation: int) -> None:
