@@ -71,10 +71,10 @@ class Recorder:
         self.started.append((group, generation, execution))
 
 
-def consumer_stack(config: Config):
+def consumer_stack(config: Config, recorder: Recorder | None = None):
     """A KIP-848 coordinator beside a classic one, over one table, with topic ``t`` of 4."""
     classic, _, topics, clock, meta = coordinator()
-    recorder = Recorder()
+    recorder = recorder or Recorder()
     consumer = ConsumerCoordinator(meta, topics, recorder, clock_ms=clock, config=config)
     topics.create("t", 4, {})
     return consumer, classic, recorder, topics, clock

@@ -9,10 +9,10 @@ import uuid
 
 import pytest
 from kio.index import load_request_schema
-from tests.support.groups import consumer_stack
+from tests.support.groups import Recorder, consumer_stack
 
 from tidelog.errors import TidelogError
-from tidelog.groups.consumer.coordinator import STALL_MS
+from tidelog.groups.consumer.coordinator import RESTART_MS, STALL_MS
 from tidelog.groups.consumer.heartbeat import Config, Heartbeat
 from tidelog.groups.consumer.model import GroupState, MemberState
 from tidelog.groups.coordinator import JoinRequest
@@ -143,15 +143,41 @@ def test_a_silent_member_and_one_that_never_revokes_are_removed(stack):
     assert consumer.describe("g").members == {}
 
 
-def test_an_epoch_whose_target_never_comes_is_started_over(stack):
+def test_an_epoch_whose_target_never_comes_is_started_again_then_over(stack):
     consumer, _, recorder, _, clock = stack
     join(consumer, "a")
     for _ in range(STALL_MS // 5_000 + 1):  # a keeps its session; no target comes
         clock.now += 5_000
         latest = beat(consumer, "a", 1)
-    assert [s[1] for s in recorder.started] == [1, 2]
+    started = [s[1] for s in recorder.started]
+    # Epoch 1's execution is started again every RESTART_MS (a start that failed is retried;
+    # one under way is refused by its name), then the epoch is given up for the next.
+    assert started == [1] * (1 + (STALL_MS - RESTART_MS) // RESTART_MS + 1) + [2]
     assert consumer.assign("g", 2)["stale"] is False
     assert beat(consumer, "a", latest.epoch).epoch == 2
+
+
+class FailingOnce(Recorder):
+    """A rebalancer whose first start fails, as a throttled StartExecution does."""
+
+    def start(self, group: str, generation: int, delay_ms: int, **execution) -> None:
+        if not getattr(self, "failed", False):
+            self.failed = True
+            raise RuntimeError("ThrottlingException")
+        super().start(group, generation, delay_ms, **execution)
+
+
+def test_an_execution_that_could_not_start_is_started_at_a_later_heartbeat():
+    consumer, _, recorder, _, clock = consumer_stack(CONFIG, FailingOnce())
+    joined = join(consumer, "a")  # its start fails (logged): the epoch stands
+    clock.now += 5_000
+    beat(consumer, "a", joined.epoch)
+    assert recorder.started == []  # not late yet
+    clock.now += RESTART_MS
+    beat(consumer, "a", joined.epoch)
+    assert [s[1] for s in recorder.started] == [joined.epoch]
+    beat(consumer, "a", joined.epoch)  # at most once per RESTART_MS from one process
+    assert len(recorder.started) == 1
 
 
 def test_commits_are_fenced_by_the_member_epoch(stack):

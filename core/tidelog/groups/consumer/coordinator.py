@@ -46,6 +46,9 @@ _R = TypeVar("_R")
 _ATTEMPTS = 30
 TOPICS_TTL_MS = 1_000
 STALL_MS = 60_000  # an epoch unassigned this long is started over (as classic generations are)
+# An epoch whose target is this late has its execution started again: a start that failed is
+# retried; one under way is refused as a duplicate (the name is the epoch's), harmlessly.
+RESTART_MS = 10_000
 
 
 def stalled(group: ConsumerGroup, now_ms: int) -> bool:
@@ -91,6 +94,7 @@ class ConsumerCoordinator:
         self._new_incarnation = new_incarnation
         self._lock = threading.Lock()
         self._listed: tuple[int, Topics] | None = None
+        self._restarted: dict[tuple[str, int], int] = {}  # (group, epoch) -> when, in ms
 
     def topic_map(self) -> Topics:
         """Every topic by name, with its id and partition count: listed at most once a second
@@ -182,14 +186,15 @@ class ConsumerCoordinator:
             if not stored.exists or released:  # created or converted: executions named anew
                 new = replace(new, incarnation=self._new_incarnation())
             writes = _merged(released + items.diff(name, stored, new))
-            if not writes:
-                return new, answer
-            try:
-                self._meta.transact(writes)
-            except ConditionFailedError:
-                continue
-            if new.epoch > loaded.epoch and new.members:
+            if writes:
+                try:
+                    self._meta.transact(writes)
+                except ConditionFailedError:
+                    continue
+            if new.epoch > loaded.epoch and new.members and writes:
                 self._start(name, new)
+            else:
+                self._restart_if_late(name, new, now)
             return new, answer
         raise RetriableError(f"group {name} kept changing; try again")
 
@@ -244,6 +249,27 @@ class ConsumerCoordinator:
             )
         logger.info("group %s: upgraded to the consumer protocol", name)
         return stored, classic.upgrade(old, topics, now_ms, old.incarnation), released
+
+    def _restart_if_late(self, name: str, group: ConsumerGroup, now_ms: int) -> None:
+        """At most once per RESTART_MS for each epoch, from this process."""
+        if not group.members or group.target.epoch >= group.epoch:
+            return
+        if now_ms - group.epoch_ms < RESTART_MS:
+            return
+        key = (name, group.epoch)
+        with self._lock:
+            if now_ms - self._restarted.get(key, 0) < RESTART_MS:
+                return
+            if len(self._restarted) > 10_000:  # old epochs' entries; a bound, not a cache
+                self._restarted.clear()
+            self._restarted[key] = now_ms
+        logger.warning(
+            "group %s: epoch %d unassigned for %d ms; starting it again",
+            name,
+            group.epoch,
+            now_ms - group.epoch_ms,
+        )
+        self._start(name, group)
 
     def _start(self, name: str, group: ConsumerGroup) -> None:
         try:
