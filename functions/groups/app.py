@@ -29,8 +29,9 @@ from tidelog.groups.consumer.heartbeat import Heartbeat, owned_partitions
 from tidelog.groups.consumer.model import JOIN_EPOCH, ConsumerGroup, MemberState
 from tidelog.groups.consumer.target import DEFAULT_ASSIGNOR
 from tidelog.groups.coordinator import JoinRequest
-from tidelog.groups.model import group_partitions, validate_group_id
+from tidelog.groups.model import group_partitions
 from tidelog.groups.offsets import OffsetCommit
+from tidelog.groups.stored import ConsumerProtocolGroupError
 from tidelog.telemetry import Metrics, MetricUnit
 
 app = api.resolver()
@@ -363,10 +364,13 @@ def list_groups() -> GroupList:
 
 @app.get("/v1/groups/<group>", summary="Describe a consumer group, of either protocol")
 def describe(group: api.GroupId) -> GroupView:
-    found = runtime.coordinator().current(validate_group_id(group))
-    if isinstance(found, ConsumerGroup):
-        return _consumer_view(found)
-    found = runtime.coordinator().describe(group)
+    try:
+        found = runtime.coordinator().describe(group)  # one read for a classic group
+    except ConsumerProtocolGroupError:
+        consumer = runtime.consumer_groups().describe(group)
+        if consumer is not None:
+            return _consumer_view(consumer)
+        found = runtime.coordinator().describe(group)  # it emptied and became classic
     assignment = found.current_assignment()
     return GroupView(
         group=found.name,

@@ -194,6 +194,7 @@ def upgrade(classic: Group, topics: Topics, now_ms: int, incarnation: str) -> Co
     """A classic group with members as a consumer group: each member keeps its partitions of
     the last assignment and that generation as its epoch; the target is that assignment."""
     last = classic.assignment
+    epoch = last.generation if last is not None else 0
     members: dict[str, Member] = {}
     targets: dict[str, Partitions] = {}
     for member_id, old in classic.members.items():
@@ -202,11 +203,10 @@ def upgrade(classic: Group, topics: Topics, now_ms: int, incarnation: str) -> Co
             held = frozenset(
                 TopicPartition(topics[t][0], p) for t, p in last.of(member_id) if t in topics
             )
-        generation = last.generation if last is not None else 0
         members[member_id] = Member(
             member_id=member_id,
-            epoch=generation,
-            previous_epoch=generation,
+            epoch=epoch,
+            previous_epoch=epoch,
             assigned=held,
             instance_id=old.group_instance_id,
             rebalance_timeout_ms=old.rebalance_timeout_ms,
@@ -219,7 +219,6 @@ def upgrade(classic: Group, topics: Topics, now_ms: int, incarnation: str) -> Co
             protocols=old.assignors,
         )
         targets[member_id] = held
-    epoch = last.generation if last is not None else 0
     subscribed = subscribed_topics(members.values(), topics)
     return ConsumerGroup(
         classic.name,
