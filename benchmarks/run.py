@@ -22,6 +22,7 @@ from benchmarks import (
     groups,
     json_api,
     kafka,
+    partitions,
     produce,
     scale,
     spark,
@@ -45,6 +46,7 @@ MODULES = [
     spark,
     emulator,
     scale,
+    partitions,
 ]
 OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 

@@ -25,8 +25,7 @@ from pydantic.json_schema import SkipJsonSchema
 from tidelog import api, runtime
 from tidelog.errors import TidelogError
 from tidelog.log import configs as topic_configs
-from tidelog.log.entries import log_sizes
-from tidelog.log.head import read_heads
+from tidelog.log.head import read_heads, size
 from tidelog.log.lifecycle import retention
 from tidelog.log.topics import MAX_PARTITIONS, Topic, UnknownTopicError
 from tidelog.telemetry import Metrics, MetricUnit
@@ -71,8 +70,8 @@ class PartitionOffsets(BaseModel):
     # read_committed consumers stop (and what "latest" means to them).
     last_stable_offset: int
     open_transactions: int
-    # Only when asked (?sizes=true): a query of the partition's index, which producers' and
-    # consumers' metadata refreshes should not pay for.
+    # Only when asked (?sizes=true): kept in the partition's head, but a head written before
+    # tidelog kept sizes needs a query of the partition's index.
     size_bytes: int | SkipJsonSchema[None] = Field(
         default=None, description="Stored bytes of the partition's log (DescribeLogDirs' size)"
     )
@@ -182,18 +181,16 @@ def describe_topic(
         found = runtime.topic_or_create(topic)
     meta = runtime.metadata_store()
     heads = read_heads(meta, [(found.topic_id, p) for p in range(found.partitions)])
-    starts = {p: head.log_start_offset for (_, p), head in heads.items()}
-    sized = log_sizes(meta, found.topic_id, starts) if sizes else {}
     partitions = [
         PartitionOffsets(
-            partition=p,
+            partition=key[1],
             log_start_offset=head.log_start_offset,
             high_watermark=head.next_offset,
             last_stable_offset=head.last_stable_offset,
             open_transactions=len(head.open_txns),
-            size_bytes=sized.get(p),
+            size_bytes=size(meta, key, head) if sizes else None,
         )
-        for (_, p), head in heads.items()
+        for key, head in heads.items()
     ]
     description = TopicDescription(
         name=found.name,

@@ -1,5 +1,6 @@
-"""Produce, fetch, roll, retain, compact and collect, interleaved by Hypothesis and checked
-against a plain list of records after every step."""
+"""Produce, fetch, roll, retain, delete records, compact and collect, interleaved by Hypothesis
+and checked against a plain list of records after every step, and the head's size against the
+bytes stored."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from tests.support.log import tiny_log
 
 from tidelog.log.entries import partition_entries, without_leftovers
+from tidelog.log.head import read_head
+from tidelog.log.lifecycle import retention
 
 KEYS = st.sampled_from([b"a", b"b", b"c", b"d"])
 VALUES = st.one_of(st.none(), st.binary(min_size=1, max_size=40))
@@ -73,6 +76,17 @@ class LogModel(RuleBasedStateMachine):
             )
             assert sum(e.size for e in entries) >= retention_bytes
 
+    @rule(data=st.data())
+    def delete_records(self, data):
+        if self.compacting:
+            return
+        start, end = self.log.reader.head(self.log.topic.topic_id, 0)
+        offset = data.draw(st.integers(min_value=start, max_value=end))
+        now = self.log.clock.now
+        assert retention.delete_records(self.log.meta, self.log.topic, 0, offset, now_ms=now) == (
+            offset
+        )
+
     @rule()
     def compact(self):
         self.log.housekeep("compaction")
@@ -114,6 +128,17 @@ class LogModel(RuleBasedStateMachine):
             key, value = self.model[offset]
             removable = self.compacting and (latest[key] != offset or value is None)
             assert offset in present or removable, f"offset {offset} is lost"
+
+    @invariant()
+    def the_head_keeps_the_size_of_the_stored_batches(self):
+        if not hasattr(self, "log"):
+            return
+        stored = 0
+        for entry in without_leftovers(
+            partition_entries(self.log.meta, self.log.topic.topic_id, 0)
+        ):
+            stored += len(self.log.objects.get(entry.object_key)[entry.start : entry.end])
+        assert read_head(self.log.meta, self.log.topic.topic_id, 0).size == stored
 
     def _check_records(self, records):
         offsets = [r.offset for r in records]

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from tests.support.log import T0, tiny_log
 
-from tidelog.log import garbage
-from tidelog.log.entries import LogEntry, log_size, log_sizes, partition_entries, without_leftovers
+from tidelog.log import garbage, keys
+from tidelog.log.entries import LogEntry, log_size, partition_entries, without_leftovers
+from tidelog.log.head import sizes as head_sizes
 from tidelog.log.lifecycle import compaction, retention, roll
 from tidelog.records import RecordBatch, RecordBatchBuilder
 from tidelog.records.batch import control_record_bytes
+from tidelog.storage import Delete, Put
 from tidelog.txn.stable import AbortedTxn
 
 
@@ -226,12 +229,10 @@ def test_a_queued_object_still_in_use_is_kept(tmp_path):
 # -- size (DescribeLogDirs' partition size) ------------------------------------------------
 
 
-def test_the_size_counts_live_entries_whole_and_a_half_done_rolls_leftovers_once():
+def test_the_size_counts_live_entries_and_a_half_done_rolls_leftovers_once():
     entries = [segment(0, 9, size=400), run(5, 9, size=150), run(10, 12, size=60)]
-    assert log_size(entries, log_start_offset=0) == 460
-    assert log_size(entries, log_start_offset=7) == 460  # the segment holding the start: whole
-    assert log_size(entries, log_start_offset=10) == 60  # retention's transaction not yet done
-    assert log_size([], log_start_offset=0) == 0
+    assert log_size(entries) == 460
+    assert log_size([]) == 0
 
 
 def stored_bytes(log, partition):
@@ -243,33 +244,91 @@ def stored_bytes(log, partition):
     return total
 
 
-def test_the_size_follows_produce_roll_retention_and_compaction(tmp_path):
+def sizes(log):
+    """Each partition's size as DescribeLogDirs reads it: from the heads."""
+    wanted = [(log.topic.topic_id, p) for p in range(log.topic.partitions)]
+    return {p: size for (_, p), size in head_sizes(log.meta, wanted).items()}
+
+
+def compacting_log(tmp_path, partitions=1):
     log = tiny_log(
         tmp_path,
-        partitions=2,
+        partitions=partitions,
         configs={"segment.bytes": 300, "segment.ms": 10**9, "cleanup.policy": "compact,delete"},
     )
-
-    def sizes():
-        starts = {p: log.reader.head(log.topic.topic_id, p)[0] for p in (0, 1)}
-        return log_sizes(log.meta, log.topic.topic_id, starts)
-
-    assert sizes() == {0: 0, 1: 0}
     for i in range(20):  # the first six keys unique: compaction leaves the old segments bytes
         key = b"u%d" % i if i < 6 else b"k%d" % (i % 2)
         log.produce(0, [(key, b"v%d" % i)], timestamp=T0 + i)
-    produced = sizes()
+    return log
+
+
+def test_the_size_follows_produce_roll_delete_records_retention_and_compaction(tmp_path):
+    log = compacting_log(tmp_path, partitions=2)
+    produced = sizes(log)
     assert produced[1] == 0
     assert produced[0] == stored_bytes(log, 0) > 0
     log.housekeep("roll")
-    assert sizes() == produced  # rolling moves bytes, it does not change them
+    assert sizes(log) == produced  # rolling moves bytes, it does not change them
     log.housekeep("compaction")
-    compacted = sizes()[0]
+    compacted = sizes(log)[0]
     assert compacted == stored_bytes(log, 0) < produced[0]
+    first = partition_entries(log.meta, log.topic.topic_id, 0)[0]
+    retention.delete_records(log.meta, log.topic, 0, first.last_offset + 1, now_ms=log.clock.now)
+    assert sizes(log)[0] == compacted  # as Kafka: counted until retention deletes the segment
+    assert log.housekeep("retention").segments_deleted == 1
+    deleted = sizes(log)[0]
+    assert deleted == stored_bytes(log, 0) == compacted - first.size
     log.topics.alter_configs("tiny", {"retention.ms": 1000})
     log.clock.now += 1000 + 8
     assert log.housekeep("retention").segments_deleted >= 1
-    assert sizes()[0] == stored_bytes(log, 0) < compacted
+    assert sizes(log)[0] == stored_bytes(log, 0) < deleted
+
+
+def _racing_commit(log, writes_of_the_job):
+    """Make a commit land between the job's read of the head and its transaction."""
+    original = log.meta.transact
+    raced = []
+
+    def transact(writes):
+        if not raced and writes_of_the_job(writes):
+            raced.append(True)
+            log.produce(0, [(b"racer", b"r" * 50)], timestamp=T0 + 100)
+        return original(writes)
+
+    log.meta.transact = transact
+    return raced
+
+
+@pytest.mark.parametrize("job", ["compaction", "retention"])
+def test_a_commit_racing_a_job_keeps_both_their_sizes(tmp_path, job):
+    log = compacting_log(tmp_path)
+    log.housekeep("roll")
+    log.topics.alter_configs("tiny", {"retention.ms": 1000})
+    log.clock.now += 1000 + 8 if job == "retention" else 0
+    kind = Put if job == "compaction" else Delete
+    raced = _racing_commit(
+        log,
+        lambda writes: any(isinstance(w, kind) and w.key[1].startswith("idx#") for w in writes),
+    )
+    log.housekeep(job)
+    assert raced
+    assert sizes(log)[0] == stored_bytes(log, 0)
+    assert log.reader.head(log.topic.topic_id, 0)[1] == 21  # the racer's commit stands
+    # The writer planned its next commit from the head it last wrote: stale in size only.
+    log.produce(0, [(b"after", b"a")], timestamp=T0 + 200)
+    assert sizes(log)[0] == stored_bytes(log, 0)
+
+
+def test_a_head_from_before_sizes_were_kept_is_sized_by_its_index(tmp_path):
+    log = compacting_log(tmp_path)
+    pk = keys.log_pk(log.topic.topic_id, 0)
+    head = log.meta.get(pk, keys.HEAD_SK)
+    del head["size"]
+    log.meta.write(Put(head))
+    log.produce(0, [(b"k0", b"later")], timestamp=T0 + 50)
+    log.housekeep("roll", "compaction")
+    assert "size" not in log.meta.get(pk, keys.HEAD_SK)  # never guessed
+    assert sizes(log)[0] == stored_bytes(log, 0) > 0
 
 
 def marker(base, producer_id, kind):

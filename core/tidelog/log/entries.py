@@ -15,7 +15,6 @@ the roller's next pass deletes them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from tidelog.log import keys
@@ -121,26 +120,9 @@ def partition_entries(meta: MetadataStore, topic_id: str, partition: int) -> lis
     return [LogEntry.from_item(i) for i in meta.query(pk, prefix=keys.INDEX_PREFIX)]
 
 
-def log_size(entries: Iterable[LogEntry], log_start_offset: int) -> int:
+def log_size(entries: Iterable[LogEntry]) -> int:
     """A partition's size in bytes as Kafka's DescribeLogDirs counts it: the stored (so
-    compressed) batches of its segments, the active one included, whole even where the log
-    start falls inside one; a half-done roll's leftovers counted once."""
-    return sum(e.size for e in without_leftovers(entries) if e.last_offset >= log_start_offset)
-
-
-SIZE_READS = 16  # partitions' index queries in flight at once
-
-
-def log_sizes(meta: MetadataStore, topic_id: str, starts: Mapping[int, int]) -> dict[int, int]:
-    """``log_size`` of each partition (by its log start offset): one index query each, many at
-    a time, since a topic may have thousands of partitions."""
-
-    def size(partition: int) -> int:
-        return log_size(partition_entries(meta, topic_id, partition), starts[partition])
-
-    if len(starts) <= 1:
-        return {p: size(p) for p in starts}
-    with ThreadPoolExecutor(
-        min(SIZE_READS, len(starts)), thread_name_prefix="tidelog-size"
-    ) as pool:
-        return dict(zip(starts, pool.map(size, starts), strict=True))
+    compressed) batches of its segments, the active one included, a half-done roll's leftovers
+    counted once. Segments below the log start count until retention deletes them, as on Kafka,
+    where DeleteRecords moves the start and the next retention check deletes the segments."""
+    return sum(e.size for e in without_leftovers(entries))

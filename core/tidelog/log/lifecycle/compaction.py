@@ -24,17 +24,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
+from tidelog.errors import ConflictError
 from tidelog.log import garbage, keys
 from tidelog.log.aborted import aborted_between
 from tidelog.log.entries import LogEntry
-from tidelog.log.head import read_head
+from tidelog.log.head import Head, read_head, transact_with_head
 from tidelog.log.lifecycle.roll import store_segment
 from tidelog.log.segment import SegmentBuilder, batches_from
 from tidelog.records import Record, RecordBatch, RecordBatchBuilder
 from tidelog.storage import (
     Compare,
-    ConditionFailedError,
     MetadataStore,
     ObjectStore,
     Put,
@@ -222,18 +223,18 @@ def compact(
             delete_horizon_ms=rewrite.delete_horizon_ms,
         )
         writes.append((rewrite, stored))
-    for start in range(0, len(writes), MAX_TRANSACTION_WRITES):
-        chunk = writes[start : start + MAX_TRANSACTION_WRITES]
+    for start in range(0, len(writes), MAX_TRANSACTION_WRITES - 1):  # and the head
+        chunk = writes[start : start + MAX_TRANSACTION_WRITES - 1]
         old_keys = [k for rewrite, _ in chunk for k in rewrite.entry.objects]
         garbage.enqueue(meta, old_keys, now_ms() + grace_ms)
+        freed = sum(rewrite.entry.size - new.entry.size for rewrite, new in chunk)
+        swaps = [
+            Put(new.entry.to_item(pk), Compare("object", "=", rewrite.entry.object_key))
+            for rewrite, new in chunk
+        ]
         try:
-            meta.transact(
-                [
-                    Put(new.entry.to_item(pk), Compare("object", "=", rewrite.entry.object_key))
-                    for rewrite, new in chunk
-                ]
-            )
-        except ConditionFailedError:
+            transact_with_head(meta, pk, swaps, partial(Head.resized, delta=-freed))
+        except ConflictError:  # a swap's segment changed, or commits kept moving the head
             logger.info("compaction of %s lost to another job; the next pass looks again", pk)
             for _, new in chunk:
                 for key in new.keys:

@@ -25,14 +25,13 @@ from dataclasses import replace
 from tidelog.errors import ConflictError, InvalidRequestError, TidelogError
 from tidelog.log import due, garbage, keys
 from tidelog.log.entries import LogEntry
-from tidelog.log.head import Head, OffsetOutOfRangeError, put_head
+from tidelog.log.head import Head, OffsetOutOfRangeError, put_head, transact_with_head
 from tidelog.log.topics import Topic
 from tidelog.storage import (
     Compare,
     ConditionFailedError,
     Delete,
     MetadataStore,
-    Write,
 )
 from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
 
@@ -89,9 +88,9 @@ def apply(
 ) -> int:
     """Delete ``doomed`` and move the log start past them; how many were deleted.
 
-    The head is compare-and-set on both its fields, like a commit's; a commit landing in
-    between makes this re-read and try again (and a commit that read the old log start retries
-    on its side)."""
+    The head (its start moved, its size less the deleted bytes) is compare-and-set, like a
+    commit's; a commit landing in between makes this re-read and try again (and a commit that
+    read the old head retries on its side)."""
     pk = keys.log_pk(topic_id, partition)
     deleted = 0
     for start in range(0, len(doomed), MAX_TRANSACTION_WRITES - 1):
@@ -105,29 +104,27 @@ def apply(
 
 def _delete_chunk(meta: MetadataStore, pk: str, chunk: Sequence[LogEntry], attempts: int) -> bool:
     new_start = chunk[-1].last_offset + 1
-    for _ in range(attempts):
-        head = Head.from_item(meta.get(pk, keys.HEAD_SK))
-        if head is None:
-            raise ValueError(f"{pk} has segments but no head")
-        writes: list[Write] = []
-        if head.log_start_offset < new_start:
-            writes.append(put_head(pk, replace(head, log_start_offset=new_start), head))
-        # Else DeleteRecords moved the start past them already: only their entries go, each
-        # still the object planned (another pass may have deleted or compacted it).
-        writes += [
-            Delete(pk, keys.index_sk(e.base_offset), Compare("object", "=", e.object_key))
-            for e in chunk
-        ]
-        try:
-            meta.transact(writes)
-        except ConditionFailedError:
-            if head.log_start_offset >= new_start:
-                return False  # another pass deleted them
-            continue
-        logger.info("retention: %s now starts at %d", pk, max(new_start, head.log_start_offset))
-        return True
-    logger.info("retention of %s kept losing to commits; the next pass tries again", pk)
-    return False
+    freed = sum(e.size for e in chunk)
+
+    def change(head: Head) -> Head:
+        # DeleteRecords may have moved the start past them already: only their bytes go.
+        return replace(head.resized(-freed), log_start_offset=max(head.log_start_offset, new_start))
+
+    # Each entry still the object planned: another pass may have deleted or compacted it.
+    deletes = [
+        Delete(pk, keys.index_sk(e.base_offset), Compare("object", "=", e.object_key))
+        for e in chunk
+    ]
+    try:
+        transact_with_head(meta, pk, deletes, change, attempts=attempts)
+    except ConditionFailedError:
+        logger.info("retention of %s lost to another pass", pk)
+        return False
+    except ConflictError:
+        logger.info("retention of %s kept losing to commits; the next pass tries again", pk)
+        return False
+    logger.info("retention: %s now starts at or past %d", pk, new_start)
+    return True
 
 
 def delete_records(

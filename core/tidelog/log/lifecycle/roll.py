@@ -23,9 +23,12 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
+from tidelog.errors import ConflictError
 from tidelog.log import garbage, keys
 from tidelog.log.entries import LogEntry, split_leftovers
+from tidelog.log.head import Head, transact_with_head
 from tidelog.log.scan import committed_batches
 from tidelog.log.segment import Segment, SegmentBuilder
 from tidelog.storage import (
@@ -166,11 +169,13 @@ def roll(
     pk = keys.log_pk(topic_id, partition)
     first, rest = runs[0], list(runs[1:])
     writes: list[Write] = [Put(stored.entry.to_item(pk), _still(first))]
-    take = MAX_TRANSACTION_WRITES - 1
+    take = MAX_TRANSACTION_WRITES - 2  # and the head, should the bytes differ
     writes += [_delete(pk, r) for r in rest[:take]]
+    # The same batches, re-based: the same bytes, so the head is written only if they differ.
+    grown = stored.entry.size - sum(r.size for r in runs)
     try:
-        meta.transact(writes)
-    except ConditionFailedError:
+        transact_with_head(meta, pk, writes, partial(Head.resized, delta=grown))
+    except ConflictError:
         logger.info("roll of %s from %d lost to another job", pk, first.base_offset)
         for key in stored.keys:
             garbage.record_orphan(meta, key, now_ms())

@@ -143,12 +143,14 @@ class Plan:
 
     @property
     def new_head(self) -> Head:
-        start = self.head.log_start_offset if self.head is not None else 0
-        last_abort = max(
-            [t.last_offset for t in self.aborted],
-            default=self.head.last_abort if self.head is not None else -1,
+        head = self.head or Head(0, 0)
+        last_abort = max([t.last_offset for t in self.aborted], default=head.last_abort)
+        return replace(
+            head.resized(sum(run.end - run.start for run in self.runs)),
+            next_offset=self.next_offset,
+            open_txns=dict(self.open_txns),
+            last_abort=last_abort,
         )
-        return Head(start, self.next_offset, dict(self.open_txns), last_abort)
 
     def writes(self, object_key: str, appended_ms: int) -> list[Write]:
         if not self.runs:
