@@ -89,12 +89,21 @@ def test_an_agent_will_not_share_a_staging_or_cache_directory_with_a_live_one(se
         assert setting in result.stderr
 
 
-def test_an_agent_names_what_it_needs_when_the_cluster_is_missing(tmp_path):
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["--kafka-port", "0"], "no tidelog stack named 'nowhere'"),
+        (["--listeners", "SASL_SSL://:0"], "no SASL yet"),
+        (["--listeners", "SSL://:0"], "an SSL listener needs a certificate"),
+        (["--ssl-certfile", "agent.pem"], "both --ssl-certfile and --ssl-keyfile"),
+    ],
+)
+def test_an_agent_names_what_it_needs_and_serves_nothing_without_it(args, error):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "TIDELOG_"))}
     env.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", AWS_DEFAULT_REGION="us-east-1")
     env["AWS_ENDPOINT_URL_CLOUDFORMATION"] = "http://127.0.0.1:9"  # nothing listens: no AWS call
     result = subprocess.run(
-        [sys.executable, "-m", "tidelog.cli", "agent", "--cluster", "nowhere", "--kafka-port", "0"],
+        [sys.executable, "-m", "tidelog.cli", "agent", "--cluster", "nowhere", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -102,7 +111,7 @@ def test_an_agent_names_what_it_needs_when_the_cluster_is_missing(tmp_path):
         check=False,
     )
     assert result.returncode == 1
-    assert "no tidelog stack named 'nowhere'" in result.stderr
+    assert error in result.stderr
 
 
 def test_an_agent_killed_mid_produce_loses_no_acknowledged_record(dev):

@@ -6,9 +6,21 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from tidelog import __version__
-from tidelog.cli import bench, chaos, console, doctor, groups, records, topics, transactions
+from tidelog.cli import (
+    bench,
+    chaos,
+    console,
+    doctor,
+    groups,
+    listening,
+    records,
+    topics,
+    transactions,
+)
+from tidelog.errors import TidelogError
 
 
 def _port(name: str, default: int) -> int:
@@ -73,6 +85,24 @@ def parser() -> argparse.ArgumentParser:
         "collection every 5) this many times faster, to watch housekeeping happen (default 1)",
     )
     dev.add_argument(
+        "--kafka-tls",
+        action="store_true",
+        help="also serve Kafka over TLS (an SSL listener on --kafka-tls-port), with a local CA "
+        "made for it; prints the client settings",
+    )
+    dev.add_argument(
+        "--kafka-tls-port",
+        type=int,
+        default=_port("TIDELOG_KAFKA_TLS_PORT", 9093),
+        help="port of the SSL listener (default $TIDELOG_KAFKA_TLS_PORT or 9093)",
+    )
+    dev.add_argument(
+        "--kafka-tls-dir",
+        type=Path,
+        default=None,
+        help="where --kafka-tls writes its CA and certificates (default a new temporary one)",
+    )
+    dev.add_argument(
         "--iam-auth",
         action="store_true",
         help="demand SigV4-signed requests, as the deployed stack's IAM authorization does, by "
@@ -108,6 +138,7 @@ def parser() -> argparse.ArgumentParser:
         kafka_help="port to listen on",
         flush_help="group commit window in ms: produces from every connection share it",
     )
+    listening.add_options(agent)
 
     commands.add_parser("openapi", help="print the API's OpenAPI document, built from the code")
     topics.add_commands(commands)
@@ -149,6 +180,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 schedule_speedup=args.schedule_speedup,
                 kafka_port=args.kafka_port,
                 iam_auth=args.iam_auth,
+                kafka_tls_port=args.kafka_tls_port if args.kafka_tls else None,
+                tls_dir=args.kafka_tls_dir,
             )
         except OSError as exc:
             print(f"tidelog dev: {exc}", file=sys.stderr)
@@ -175,8 +208,10 @@ def _agent(args: argparse.Namespace) -> int:
             zone=args.zone,
             cluster=args.cluster,
             flush_ms=args.flush_ms,
+            listeners=listening.listeners(args),
+            tls=listening.tls_config(args),
         )
-    except (OSError, LookupError) as exc:
+    except (OSError, LookupError, ValueError, TidelogError) as exc:
         print(f"tidelog agent: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -14,12 +14,15 @@ import signal
 import socket
 import threading
 import urllib.request
+from collections.abc import Sequence
 
 from tidelog import __version__, aws, clusters, collector, malloc, runtime
 from tidelog.kafka.handlers import Handlers
+from tidelog.kafka.listeners import PLAINTEXT, Listener, ListenerError
 from tidelog.kafka.placement import owner, txn_key
 from tidelog.kafka.registry import Registry
 from tidelog.kafka.server import KafkaServer
+from tidelog.kafka.tls import ServerTls, TlsConfig
 from tidelog.transactions.sweeper import TimeoutSweeper
 
 DEFAULT_PORT = 9092
@@ -31,7 +34,8 @@ class Agent:
 
     ``advertised_host`` is what Metadata tells clients to connect to: the listening host, or
     this machine's name when it listens on every interface. ``zone`` is the availability zone
-    it serves (clients in it are shown it first).
+    it serves (clients in it are shown it first). ``listeners`` default to one plaintext
+    listener on ``port``; an SSL listener takes its certificate from ``tls``.
     """
 
     def __init__(
@@ -41,18 +45,24 @@ class Agent:
         *,
         advertised_host: str | None = None,
         zone: str | None = None,
+        listeners: Sequence[Listener] | None = None,
+        tls: TlsConfig | None = None,
     ) -> None:
-        self.host, self.requested_port = host, port
+        self.host = host
+        self.listeners = tuple(listeners or (Listener(PLAINTEXT, "", port),))
+        check_tls(self.listeners, tls)
+        self._tls = ServerTls(tls) if tls is not None else None  # bad files: refused now
         self.advertised_host = advertised_host or (
             socket.gethostname() if host in ("0.0.0.0", "::", "") else host  # noqa: S104
         )
-        self.port = 0
+        self.port = 0  # the first listener's
+        self.ports: dict[str, int] = {}
         self.registry = Registry(
             runtime.metadata_store(), host=self.advertised_host, zone=zone or None
         )
         self._loop = asyncio.new_event_loop()
         self._thread: threading.Thread | None = None
-        self._server: KafkaServer | None = None
+        self._servers: list[KafkaServer] = []
         self._sweeper = TimeoutSweeper(
             lambda: runtime.transactions().expire(mine=self._coordinates),
             interval_s=runtime.settings().transaction_cleanup_interval_ms / 1000,
@@ -66,6 +76,11 @@ class Agent:
     def address(self) -> str:
         return f"{self.advertised_host}:{self.port}"
 
+    @property
+    def listening(self) -> str:
+        """Each listener as clients reach it: ``PLAINTEXT://host:9092,SSL://host:9093``."""
+        return ",".join(f"{name}://{self.advertised_host}:{p}" for name, p in self.ports.items())
+
     def start(self) -> None:
         # The write and read paths claim their directories and recover staging now, before
         # any client is answered: a directory another process holds stops the start.
@@ -78,18 +93,25 @@ class Agent:
         self._sweeper.start()
 
     async def _listen(self) -> int:
-        # The port is known only once bound (port 0), and the registry must name it before
+        # Ports are known only once bound (port 0), and the registry must name them before
         # the first client is answered.
-        self._server = KafkaServer(Handlers(self.registry))
-        port = await self._server.bind(self.host, self.requested_port)
-        self.registry.start(port)
-        await self._server.serve()
+        handlers = Handlers(self.registry)
+        for listener in self.listeners:
+            server = KafkaServer(
+                handlers, listener=listener.name, tls=self._tls if listener.tls else None
+            )
+            self.ports[listener.name] = await server.bind(listener.host or self.host, listener.port)
+            self._servers.append(server)
+        port = self.ports[self.listeners[0].name]
+        self.registry.start(port, self.ports)
+        for server in self._servers:
+            await server.serve()
         return port
 
     def stop(self) -> None:
         self._sweeper.stop()
-        if self._server is not None:
-            asyncio.run_coroutine_threadsafe(self._server.stop(), self._loop).result(30)
+        for server in self._servers:
+            asyncio.run_coroutine_threadsafe(server.stop(), self._loop).result(30)
         self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(timeout=10)
@@ -104,9 +126,12 @@ def run(
     zone: str | None,
     cluster: str | None,
     flush_ms: int,
+    listeners: Sequence[Listener] | None = None,
+    tls: TlsConfig | None = None,
 ) -> None:
     """``tidelog agent``: find the cluster's bucket and table (unless the environment names
     them), serve until SIGINT or SIGTERM."""
+    check_tls(listeners or (Listener(PLAINTEXT, "", port),), tls)  # before any call to AWS
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     for chatty in ("botocore", "boto3"):
         logging.getLogger(chatty).setLevel(logging.WARNING)
@@ -126,13 +151,20 @@ def run(
     stopping = threading.Event()
     signal.signal(signal.SIGINT, lambda signum, frame: stopping.set())
     signal.signal(signal.SIGTERM, lambda signum, frame: stopping.set())
-    agent = Agent(host, port, advertised_host=advertised_host, zone=zone or task_zone())
+    agent = Agent(
+        host,
+        port,
+        advertised_host=advertised_host,
+        zone=zone or task_zone(),
+        listeners=listeners,
+        tls=tls,
+    )
     agent.start()
     collector.freeze_startup_objects()
     try:
         me = agent.registry.me
         print(
-            f"tidelog {__version__} agent - Kafka on {agent.address} as node {me.node_id}"
+            f"tidelog {__version__} agent - Kafka on {agent.listening} as node {me.node_id}"
             f"{f' in {me.rack}' if me.rack else ''} "
             f"(table {os.environ['TIDELOG_TABLE']}, bucket {os.environ['TIDELOG_BUCKET']})",
             flush=True,
@@ -141,6 +173,14 @@ def run(
         print("tidelog agent: stopping", flush=True)
     finally:
         agent.stop()
+
+
+def check_tls(listeners: Sequence[Listener], tls: TlsConfig | None) -> None:
+    """An SSL listener has TLS settings, and TLS settings have an SSL listener."""
+    if any(listener.tls for listener in listeners) and tls is None:
+        raise ListenerError("an SSL listener needs a certificate and key (--ssl-certfile)")
+    if tls is not None and not any(listener.tls for listener in listeners):
+        raise ListenerError("TLS settings given, but no SSL listener to use them")
 
 
 def task_zone() -> str | None:

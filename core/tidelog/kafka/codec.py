@@ -60,6 +60,8 @@ class Request:
     client_id: str | None
     body: Any  # the kio entity of that API and version
     client_host: str = ""  # where the connection came from, as Kafka names it: "/10.0.0.7"
+    listener: str = "PLAINTEXT"  # the listener it came in on (tidelog.kafka.listeners)
+    principal: str = "User:ANONYMOUS"  # who the connection is (tidelog.kafka.principals)
     # Set once the connection it came on has closed: its client will never hear the answer.
     gone: threading.Event | None = None
 

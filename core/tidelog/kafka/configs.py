@@ -127,7 +127,10 @@ def topic_config(topic: Topic, name: str) -> Answer:
 def broker_configs(node: Node) -> list[Answer]:
     """What this agent would say in server.properties, every one static."""
     settings = runtime.settings()
-    listener = f"PLAINTEXT://{node.host}:{node.port}"
+    listener = ",".join(
+        f"{name}://{node.host}:{port}"
+        for name, port in node.listeners or (("PLAINTEXT", node.port),)
+    )
     entries = [
         _static(BROKER_NAMES[c.name], c.default, c.kind, c.doc)
         for c in topic_configs.CONFIGS.values()

@@ -51,7 +51,7 @@ from tidelog.kafka.consumer_protocol import (
     write_subscription,
 )
 from tidelog.kafka.mixed_groups import ClassicMembers
-from tidelog.kafka.node import Node
+from tidelog.kafka.node import Node, reachable
 from tidelog.kafka.placement import client_zone, group_key, owner, txn_key, visible
 from tidelog.kafka.registry import Brokers
 
@@ -98,7 +98,8 @@ class GroupHandlers:
         keys = field(request.body, "coordinator_keys")
         if keys is None:  # before v4: one key
             keys = [field(request.body, "key")]
-        shown = visible(self._brokers.live(), client_zone(request.client_id))
+        live = reachable(self._brokers.live(), request.listener)
+        shown = visible(live, client_zone(request.client_id))
         if key_type in (GROUP_KEY, TXN_KEY):
             found = [self._coordinator_of(str(key), key_type, shown) for key in keys]
         else:  # share groups (2, KIP-932) are not served; Kafka without them answers so

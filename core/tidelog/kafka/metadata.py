@@ -14,7 +14,7 @@ from tidelog import runtime
 from tidelog.cluster import describe_cluster
 from tidelog.errors import InvalidRequestError, TidelogError
 from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
-from tidelog.kafka.node import Node
+from tidelog.kafka.node import Node, reachable
 from tidelog.kafka.placement import client_zone, owner, partition_key, visible
 from tidelog.kafka.registry import Brokers
 from tidelog.kafka.topicrefs import NO_ID, topic_ref
@@ -133,8 +133,10 @@ class MetadataHandlers:
         }
 
     def shown(self, request: Request) -> tuple[Node, ...]:
-        """The agents this client is shown: live ones in its zone, else all live ones."""
-        return visible(self.brokers.live(), client_zone(request.client_id))
+        """The agents this client is shown, at the ports of the listener it came in on: live
+        ones in its zone, else all live ones."""
+        live = reachable(self.brokers.live(), request.listener)
+        return visible(live, client_zone(request.client_id))
 
     def cluster_id(self) -> str:
         """Created once per cluster and never changed: read once per agent."""

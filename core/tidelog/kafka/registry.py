@@ -2,8 +2,9 @@
 
 Items::
 
-    ("agents", "<node id, 10 digits>")   host, port, zone, the instance holding the id, and
-                                          when it expires unless heartbeated
+    ("agents", "<node id, 10 digits>")   host, port, each listener's port, zone, the instance
+                                          holding the id, and when it expires unless
+                                          heartbeated
 
 An agent claims a random int32 node id that no live agent holds, heartbeats every
 ``HEARTBEAT_MS`` and is dropped from every answer ``SESSION_MS`` after its last heartbeat: the
@@ -22,7 +23,7 @@ import secrets
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from tidelog import runtime
@@ -93,6 +94,7 @@ class Registry:
         self._store = store
         self._sleep = sleep
         self._host, self._port, self._zone = host, 0, zone
+        self._listeners: tuple[tuple[str, int], ...] = ()
         self._clock_ms = clock_ms
         self._random_id = random_id
         self._instance = str(uuid.uuid4())
@@ -114,7 +116,7 @@ class Registry:
         the store could not answer is tried again under the same id, and counts as this
         agent's if an earlier try of it landed; a store down for longer stops the start."""
         for _ in range(CLAIM_ATTEMPTS):
-            node = Node(self._random_id(), self._host, self._port, self._zone)
+            node = Node(self._random_id(), self._host, self._port, self._zone, self._listeners)
             try:
                 self._claim(node)
             except ConditionFailedError:
@@ -174,9 +176,11 @@ class Registry:
             me = self.me
             return (me, *(node for node in self._live if node.node_id != me.node_id))
 
-    def start(self, port: int) -> Node:
-        """Register as listening on ``port`` and heartbeat until ``stop()``."""
+    def start(self, port: int, listeners: Mapping[str, int] | None = None) -> Node:
+        """Register as listening on ``port`` (each listener's port in ``listeners``, the
+        first's being ``port``) and heartbeat until ``stop()``."""
         self._port = port
+        self._listeners = tuple((listeners or {}).items())
         node = self.register()
         self._thread = threading.Thread(target=self._beat, name="tidelog-registry", daemon=True)
         self._thread.start()
@@ -214,6 +218,8 @@ class Registry:
         }
         if node.rack is not None:
             item["zone"] = node.rack
+        if node.listeners:
+            item["listeners"] = dict(node.listeners)
         return item
 
 
@@ -228,12 +234,16 @@ def live_nodes(items: Iterable[Item], now_ms: int) -> tuple[Node, ...]:
         if int(str(item["expires_ms"])) <= now_ms:
             continue
         zone = item.get("zone")
+        listeners = item.get("listeners")
         nodes.append(
             Node(
                 int(str(item["node_id"])),
                 str(item["host"]),
                 int(str(item["port"])),
                 str(zone) if zone is not None else None,
+                tuple((str(k), int(str(v))) for k, v in listeners.items())
+                if isinstance(listeners, Mapping)
+                else (),
             )
         )
     return tuple(nodes)

@@ -38,6 +38,9 @@ from tidelog.kafka.codec import (
     frame_size,
 )
 from tidelog.kafka.handlers import Handlers, api_versions_answer
+from tidelog.kafka.listeners import PLAINTEXT
+from tidelog.kafka.principals import ANONYMOUS, PrincipalMappingError
+from tidelog.kafka.tls import CHECK_EVERY_S, ServerTls
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +49,21 @@ WAITING = frozenset({ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP})
 
 
 class KafkaServer:
-    def __init__(self, handlers: Handlers, *, workers: int = 32, waiters: int = 64) -> None:
+    """One listener: plaintext, or TLS with ``tls`` (tidelog.kafka.listeners)."""
+
+    def __init__(
+        self,
+        handlers: Handlers,
+        *,
+        workers: int = 32,
+        waiters: int = 64,
+        listener: str = PLAINTEXT,
+        tls: ServerTls | None = None,
+    ) -> None:
         self.handlers = handlers
+        self.listener = listener
+        self._tls = tls
+        self._refresher: asyncio.Task[None] | None = None
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="tidelog-kafka")
         # Requests that wait (a fetch's long poll, a member waiting for its group) do so in
         # threads of their own, so they never hold up the requests they are waiting for.
@@ -64,14 +80,31 @@ class KafkaServer:
 
     async def bind(self, host: str, port: int) -> int:
         """Bind ``host:port`` without accepting yet: the port listened on."""
-        self._server = await asyncio.start_server(self._serve, host, port, start_serving=False)
+        self._server = await asyncio.start_server(
+            self._serve,
+            host,
+            port,
+            start_serving=False,
+            ssl=self._tls.context if self._tls is not None else None,
+        )
         return int(self._server.sockets[0].getsockname()[1])
 
     async def serve(self) -> None:
         assert self._server is not None, "bind first"
         await self._server.start_serving()
+        if self._tls is not None:
+            self._refresher = asyncio.create_task(self._refresh(self._tls))
+
+    @staticmethod
+    async def _refresh(tls: ServerTls) -> None:
+        """Rotated certificates, picked up in the loop that makes the handshakes."""
+        while True:
+            await asyncio.sleep(CHECK_EVERY_S)
+            tls.refresh()
 
     async def stop(self) -> None:
+        if self._refresher is not None:
+            self._refresher.cancel()
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -87,9 +120,14 @@ class KafkaServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
+        principal = self._principal(writer)
+        if principal is None:
+            writer.close()
+            return
         self._connections[task] = writer
         peer = writer.get_extra_info("peername")
         host = f"/{peer[0]}" if isinstance(peer, tuple) else ""
+        who = _Who(host, self.listener, principal)
         answers: asyncio.Queue[_Pending | None] = asyncio.Queue(MAX_IN_FLIGHT)
         responder = asyncio.create_task(self._respond(answers, writer))
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -101,7 +139,7 @@ class KafkaServer:
                     frame = await reader.readexactly(frame_size(await reader.readexactly(4)))
                 except (asyncio.IncompleteReadError, ConnectionError):
                     break
-                pending, turn = self._answer(frame, host, gone, turn)
+                pending, turn = self._answer(frame, who, gone, turn)
                 await answers.put(pending)
                 if pending.closes:
                     break
@@ -116,14 +154,33 @@ class KafkaServer:
                 await writer.wait_closed()
             self._connections.pop(task, None)
 
+    def _principal(self, writer: asyncio.StreamWriter) -> str | None:
+        """Who the connection is: its client certificate's principal over TLS, else
+        ANONYMOUS; None when its certificate maps to no principal (the connection closes)."""
+        if self._tls is None:
+            return ANONYMOUS
+        ssl_object = writer.get_extra_info("ssl_object")
+        peer = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        try:
+            return self._tls.principal(peer)
+        except PrincipalMappingError as exc:
+            log.info("closing a Kafka connection: %s", exc)
+            return None
+
     def _answer(
-        self, frame: bytes, host: str, gone: threading.Event, turn: asyncio.Future[None]
+        self, frame: bytes, who: _Who, gone: threading.Event, turn: asyncio.Future[None]
     ) -> tuple[_Pending, asyncio.Future[None]]:
         """The request's answer to come, and the turn of the request after it: done once this
         one has taken effect. A request that is answered here takes no turn."""
         loop = asyncio.get_running_loop()
         try:
-            request = dataclasses.replace(decode_request(frame), client_host=host, gone=gone)
+            request = dataclasses.replace(
+                decode_request(frame),
+                client_host=who.host,
+                listener=who.listener,
+                principal=who.principal,
+                gone=gone,
+            )
         except UnsupportedVersionError as exc:
             # ApiVersions at a version we do not know is answered at v0 with our versions
             # (KIP-511); any other API at a version we did not advertise closes the connection.
@@ -194,6 +251,15 @@ class KafkaServer:
                 continue
             writing = False
             writer.close()  # the reading side sees the end and stops
+
+
+@dataclass(frozen=True)
+class _Who:
+    """Where a connection came from, on which listener, as whom."""
+
+    host: str  # as Kafka names it: "/10.0.0.7"
+    listener: str
+    principal: str
 
 
 @dataclass

@@ -11,6 +11,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ from tidelog import __version__, collector, malloc, runtime
 from tidelog.cluster import describe_cluster
 from tidelog.kafka.agent import Agent
 from tidelog.local import sigv4
+from tidelog.local.devtls import DevTls
 from tidelog.local.emulator import Emulator
 from tidelog.local.gateway import Gateway
 from tidelog.local.paths import template_path
@@ -46,6 +48,7 @@ class DevServer:
     scheduler: Scheduler
     agent: Agent
     gateway: Gateway
+    tls: DevTls | None = None
 
     @property
     def api_url(self) -> str:
@@ -70,13 +73,17 @@ def start(
     schedule_speedup: float = 1.0,
     kafka_port: int = 9092,
     iam_keys: Mapping[str, str] | None = None,
+    kafka_tls_port: int | None = None,
+    tls_dir: Path | None = None,
 ) -> DevServer:
     """``flush_ms`` is the group commit window: this host is long-running, unlike a Lambda.
     The template's schedules (housekeeping) run at their rates, ``schedule_speedup`` times
     faster. A Kafka agent listens on ``kafka_port`` over the same stack. With ``iam_keys``
     (access key id -> secret) the API demands SigV4 signatures by them, as the deployed
-    stack's IAM authorization does."""
+    stack's IAM authorization does. With ``kafka_tls_port`` an SSL listener serves there too,
+    its certificate from a local CA made in ``tls_dir`` (else a fresh temporary directory)."""
     malloc.limit_arenas()
+    tls = DevTls.create(host, tls_dir) if kafka_tls_port is not None else None
     emulator = Emulator(host, aws_port)
     emulator.start()
     try:
@@ -100,7 +107,11 @@ def start(
         )
         api = make_server(host, api_port, gateway, threaded=True)
         api.app = _with_console(gateway, api, signed=iam_keys is not None, region=region)
-        agent = Agent(host, kafka_port)
+        if tls is not None and kafka_tls_port is not None:
+            listeners = tls.listeners(kafka_port, kafka_tls_port)
+            agent = Agent(host, kafka_port, listeners=listeners, tls=tls.config())
+        else:
+            agent = Agent(host, kafka_port)
         agent.start()
     except BaseException:
         emulator.stop()
@@ -110,7 +121,7 @@ def start(
     scheduler = Scheduler.for_runtimes(list(stack.runtimes.values()), speedup=schedule_speedup)
     scheduler.start()
     collector.freeze_startup_objects()
-    return DevServer(emulator, stack, api, thread, scheduler, agent, gateway)
+    return DevServer(emulator, stack, api, thread, scheduler, agent, gateway, tls)
 
 
 def _with_console(
@@ -139,6 +150,8 @@ def run(
     schedule_speedup: float = 1.0,
     kafka_port: int = 9092,
     iam_auth: bool = False,
+    kafka_tls_port: int | None = None,
+    tls_dir: Path | None = None,
 ) -> None:
     """Start, print where everything runs, serve until SIGINT or SIGTERM. ``iam_auth``: the
     API takes only requests signed by this environment's AWS key (else ``test``/``test``)."""
@@ -162,6 +175,8 @@ def run(
         schedule_speedup=schedule_speedup,
         kafka_port=kafka_port,
         iam_keys=local_keys() if iam_auth else None,
+        kafka_tls_port=kafka_tls_port,
+        tls_dir=tls_dir,
     )
     try:
         info = describe_cluster(
@@ -201,13 +216,17 @@ def banner(server: DevServer, cluster_id: str) -> str:
         for fn in stack.template.functions()
         for s in fn.schedules
     )
+    tls = ""
+    if server.tls is not None:
+        port = server.agent.ports["SSL"]
+        tls = server.tls.banner(f"{server.agent.advertised_host}:{port}")
     return f"""\
 tidelog {__version__} dev - cluster {cluster_id}
 
   tidelog API   {api}
 {routes}
   Kafka         {server.agent.address}   (bootstrap.servers for Kafka clients)
-{schedules}
+{tls}{schedules}
   AWS emulator  {aws}   (S3, DynamoDB, Step Functions, Lambda; in memory, gone on exit)
     bucket {stack.bucket}   table {stack.table}
 

@@ -1,0 +1,73 @@
+"""`tidelog agent`'s listeners and TLS options, Kafka's settings under their names."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import TYPE_CHECKING
+
+from tidelog.kafka.listeners import CLIENT_AUTH, Listener, parse
+from tidelog.kafka.principals import DEFAULT_RULES
+
+if TYPE_CHECKING:
+    from tidelog.kafka.tls import TlsConfig
+
+
+def add_options(command: argparse.ArgumentParser) -> None:
+    env = os.environ.get
+    command.add_argument(
+        "--listeners",
+        default=env("TIDELOG_KAFKA_LISTENERS") or None,
+        help="Kafka's listeners, e.g. PLAINTEXT://:9092,SSL://:9093; an empty host binds "
+        "--host (default $TIDELOG_KAFKA_LISTENERS, else PLAINTEXT on --kafka-port)",
+    )
+    tls = command.add_argument_group("TLS, for an SSL listener (PEM files, reloaded on change)")
+    tls.add_argument(
+        "--ssl-certfile",
+        default=env("TIDELOG_SSL_CERTFILE") or None,
+        help="the agent's certificate chain (default $TIDELOG_SSL_CERTFILE)",
+    )
+    tls.add_argument(
+        "--ssl-keyfile",
+        default=env("TIDELOG_SSL_KEYFILE") or None,
+        help="its private key (default $TIDELOG_SSL_KEYFILE; its password in "
+        "$TIDELOG_SSL_KEY_PASSWORD)",
+    )
+    tls.add_argument(
+        "--ssl-cafile",
+        default=env("TIDELOG_SSL_CAFILE") or None,
+        help="CAs that sign client certificates, for mTLS (default $TIDELOG_SSL_CAFILE)",
+    )
+    tls.add_argument(
+        "--ssl-client-auth",
+        choices=CLIENT_AUTH,
+        default=env("TIDELOG_SSL_CLIENT_AUTH") or "none",
+        help="Kafka's ssl.client.auth (default $TIDELOG_SSL_CLIENT_AUTH, else none)",
+    )
+    tls.add_argument(
+        "--ssl-principal-mapping-rules",
+        default=env("TIDELOG_SSL_PRINCIPAL_MAPPING_RULES") or DEFAULT_RULES,
+        help="Kafka's ssl.principal.mapping.rules: client certificate subjects to principal "
+        "names (default $TIDELOG_SSL_PRINCIPAL_MAPPING_RULES, else DEFAULT)",
+    )
+
+
+def listeners(args: argparse.Namespace) -> tuple[Listener, ...] | None:
+    return parse(args.listeners) if args.listeners else None
+
+
+def tls_config(args: argparse.Namespace) -> TlsConfig | None:
+    if not (args.ssl_certfile or args.ssl_keyfile):
+        return None
+    if not (args.ssl_certfile and args.ssl_keyfile):
+        raise ValueError("TLS needs both --ssl-certfile and --ssl-keyfile")
+    from tidelog.kafka.tls import TlsConfig  # noqa: PLC0415 - the kafka extra, on demand
+
+    return TlsConfig(
+        certfile=args.ssl_certfile,
+        keyfile=args.ssl_keyfile,
+        password=os.environ.get("TIDELOG_SSL_KEY_PASSWORD") or None,
+        cafile=args.ssl_cafile,
+        client_auth=args.ssl_client_auth,
+        principal_rules=args.ssl_principal_mapping_rules,
+    )
