@@ -16,11 +16,11 @@ import uuid
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as AioTopicPartition
-from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.metadata import MetadataRequest
 from tests.support import devserver
 from tests.support.dynamodb_local import free_port
+from tests.support.round_trip import librdkafka_round_trip
 
 from kafka import KafkaConsumer, KafkaProducer
 
@@ -106,20 +106,7 @@ def test_librdkafka_over_mtls_is_shown_the_ssl_port(tls_dev, topic):
     }
     brokers = AdminClient(settings).list_topics(timeout=30).brokers
     assert {f"{b.host}:{b.port}" for b in brokers.values()} == {bootstrap}
-    producer = Producer({**settings, "enable.idempotence": True})
-    for i in range(5):
-        producer.produce(topic, f"m{i}".encode())
-    assert producer.flush(30) == 0
-    consumer = Consumer({**settings, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    got = []
-    while len(got) < 5:
-        message = consumer.poll(30)
-        assert message is not None, f"only {got} consumed over TLS"
-        assert message.error() is None, message.error()
-        got.append(message.value())
-    consumer.close()
-    assert got == [f"m{i}".encode() for i in range(5)]
+    assert librdkafka_round_trip(settings, topic) == [b"m%d" % i for i in range(5)]
 
 
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed")

@@ -17,8 +17,6 @@ from tests.kafka.test_codec import KAFKA_PYTHON
 
 from tidelog.kafka.apis import API_VERSIONS, ApiKey
 
-SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36  # not served yet
-
 # librdkafka v2.0.2, src/rdkafka_feature.c: each feature and the (API, min, max) ranges it
 # depends on, all of which must overlap the broker's.
 LIBRDKAFKA_2_0_2_FEATURES = {
@@ -41,13 +39,14 @@ LIBRDKAFKA_2_0_2_FEATURES = {
     "SaslGssapi": [(ApiKey.JOIN_GROUP, 0, 0)],
     "MsgVer1": [(ApiKey.PRODUCE, 2, 2), (ApiKey.FETCH, 2, 2)],
     "ThrottleTime": [(ApiKey.PRODUCE, 1, 2), (ApiKey.FETCH, 1, 2)],
-    "SaslHandshake": [(SASL_HANDSHAKE, 0, 0)],
-    "SaslAuthReq": [(SASL_HANDSHAKE, 1, 1), (SASL_AUTHENTICATE, 0, 0)],
+    "SaslHandshake": [(ApiKey.SASL_HANDSHAKE, 0, 0)],
+    "SaslAuthReq": [(ApiKey.SASL_HANDSHAKE, 1, 1), (ApiKey.SASL_AUTHENTICATE, 0, 0)],
 }
 # Features librdkafka 2.0.2 does not get from tidelog, on purpose: the message formats before
 # v2 (MsgVer1, ThrottleTime: Produce and Fetch v1-2) are gone from Kafka 4 as from tidelog,
-# and MsgVer2 supersedes them; SASL is issue 32.
-NOT_FOR_US = {"MsgVer1", "ThrottleTime", "SaslHandshake", "SaslAuthReq"}
+# and MsgVer2 supersedes them. SaslHandshake needs v0 advertised (as Kafka 4 still does):
+# without it, librdkafka 2.0.2 refuses to try SASL at all.
+NOT_FOR_US = {"MsgVer1", "ThrottleTime"}
 
 # librdkafka v2.0.2's other version checks (rd_kafka_broker_ApiVersion_supported calls): the
 # range of each request it sends, and the compression check of rdkafka_msgset_writer.c, which

@@ -17,6 +17,7 @@ KAFKA_SENDS_NULL: dict[tuple[str, str], str] = {
     ("ALTER_CLIENT_QUOTAS", "entries.error_message"): "ApiError.NONE's message is null",
     ("ALTER_CONFIGS", "responses.error_message"): "ApiError.NONE's message is null",
     ("ALTER_PARTITION_REASSIGNMENTS", "error_message"): "ApiError.NONE's message is null",
+    ("ALTER_USER_SCRAM_CREDENTIALS", "results.error_message"): "a success's message is null",
     ("ALTER_PARTITION_REASSIGNMENTS", "responses.partitions.error_message"): (
         "ApiError.NONE's message is null"
     ),
@@ -36,6 +37,11 @@ KAFKA_SENDS_NULL: dict[tuple[str, str], str] = {
     ),
     ("DESCRIBE_ACLS", "error_message"): "ApiError.NONE's message is null",
     ("DESCRIBE_CLIENT_QUOTAS", "entries"): "an error's answer",
+    ("DESCRIBE_USER_SCRAM_CREDENTIALS", "error_message"): "ApiError.NONE's message is null",
+    ("DESCRIBE_USER_SCRAM_CREDENTIALS", "results.error_message"): (
+        "a described user's message is null"
+    ),
+    ("SASL_AUTHENTICATE", "error_message"): "a step that succeeded has no message",
     ("DESCRIBE_CLIENT_QUOTAS", "entries.entity.entity_name"): "the default entity",
     ("DESCRIBE_CLIENT_QUOTAS", "error_message"): "ApiError.NONE's message is null",
     ("DESCRIBE_PRODUCERS", "topics.partitions.error_message"): 'schema default "null"',

@@ -19,7 +19,11 @@ def test_listeners_parse_as_kafka_writes_them():
         Listener(PLAINTEXT, "", 9092),
         Listener(SSL, "agent.local", 9093),
     )
-    assert parse("SSL://[::1]:0") == (Listener(SSL, "::1", 0),)
+    assert parse("SSL://[::1]:0,SASL_SSL://:9094,SASL_PLAINTEXT://:9095") == (
+        Listener(SSL, "::1", 0),
+        Listener("SASL_SSL", "", 9094),
+        Listener("SASL_PLAINTEXT", "", 9095),
+    )
     assert Listener(SSL, "", 9093).tls
     assert not Listener(PLAINTEXT, "", 9092).tls
 
@@ -30,7 +34,6 @@ def test_listeners_parse_as_kafka_writes_them():
         ("PLAINTEXT:9092", "is not NAME://host:port"),
         ("PLAINTEXT://:port", "is not NAME://host:port"),
         ("HTTP://:80", "the name is one of"),
-        ("SASL_SSL://:9094", "no SASL yet"),
         ("PLAINTEXT://:99999", "is not a TCP port"),
         ("PLAINTEXT://:9092,PLAINTEXT://:9093", "named twice"),
         ("PLAINTEXT://:9092,SSL://:9092", "two listeners on port 9092"),

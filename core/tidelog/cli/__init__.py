@@ -210,6 +210,7 @@ def _agent(args: argparse.Namespace) -> int:
             flush_ms=args.flush_ms,
             listeners=listening.listeners(args),
             tls=listening.tls_config(args),
+            sasl_mechanisms=listening.sasl_mechanisms(args),
         )
     except (OSError, LookupError, ValueError, TidelogError) as exc:
         print(f"tidelog agent: {exc}", file=sys.stderr)

@@ -21,6 +21,12 @@ def add_options(command: argparse.ArgumentParser) -> None:
         help="Kafka's listeners, e.g. PLAINTEXT://:9092,SSL://:9093; an empty host binds "
         "--host (default $TIDELOG_KAFKA_LISTENERS, else PLAINTEXT on --kafka-port)",
     )
+    command.add_argument(
+        "--sasl-enabled-mechanisms",
+        default=env("TIDELOG_SASL_ENABLED_MECHANISMS") or "SCRAM-SHA-256,SCRAM-SHA-512",
+        help="Kafka's sasl.enabled.mechanisms, for SASL listeners (default "
+        "$TIDELOG_SASL_ENABLED_MECHANISMS, else SCRAM-SHA-256,SCRAM-SHA-512)",
+    )
     tls = command.add_argument_group("TLS, for an SSL listener (PEM files, reloaded on change)")
     tls.add_argument(
         "--ssl-certfile",
@@ -50,6 +56,10 @@ def add_options(command: argparse.ArgumentParser) -> None:
         help="Kafka's ssl.principal.mapping.rules: client certificate subjects to principal "
         "names (default $TIDELOG_SSL_PRINCIPAL_MAPPING_RULES, else DEFAULT)",
     )
+
+
+def sasl_mechanisms(args: argparse.Namespace) -> tuple[str, ...]:
+    return tuple(m.strip() for m in args.sasl_enabled_mechanisms.split(",") if m.strip())
 
 
 def listeners(args: argparse.Namespace) -> tuple[Listener, ...] | None:

@@ -1,4 +1,7 @@
-"""Who may do what, and how fast: the ACL and client-quota APIs.
+"""Who may do what, and how fast: the ACL, SCRAM credential and client-quota APIs.
+
+SCRAM credentials: DescribeUserScramCredentials and AlterUserScramCredentials manage the users
+SASL listeners authenticate (tidelog.kafka.scram, tidelog.kafka.sasl).
 
 ACLs: the agent has no authorizer yet (SASL and ACLs are their own work), so DescribeAcls,
 CreateAcls and DeleteAcls answer SECURITY_DISABLED, as a Kafka broker without an authorizer
@@ -12,6 +15,8 @@ none is set; AlterClientQuotas refuses each entry with a message that says so (d
 
 from __future__ import annotations
 
+from tidelog import runtime
+from tidelog.kafka import scram
 from tidelog.kafka.codec import NONE, Answer, Request, code, items
 
 NO_AUTHORIZER = "No Authorizer is configured on the broker"
@@ -67,3 +72,26 @@ def alter_client_quotas(request: Request) -> Answer:
         for entry in items(request.body.entries)
     ]
     return {"throttle_time": 0, "entries": entries}
+
+
+def sasl_handshake(request: Request) -> Answer:
+    """A SaslHandshake that reached the handlers came on a listener without SASL (a SASL
+    listener's are answered by tidelog.kafka.sasl): Kafka answers ILLEGAL_SASL_STATE."""
+    return {"error_code": code("ILLEGAL_SASL_STATE"), "mechanisms": []}
+
+
+def sasl_authenticate(request: Request) -> Answer:
+    return {
+        "error_code": code("ILLEGAL_SASL_STATE"),
+        "error_message": "SaslAuthenticate on a connection that is not authenticating",
+        "auth_bytes": b"",
+        "session_lifetime": 0,
+    }
+
+
+def describe_user_scram_credentials(request: Request) -> Answer:
+    return scram.describe(request, scram.Credentials(runtime.metadata_store()))
+
+
+def alter_user_scram_credentials(request: Request) -> Answer:
+    return scram.alter(request, scram.Credentials(runtime.metadata_store()))

@@ -21,6 +21,8 @@ from tidelog.kafka.handlers import Handlers
 from tidelog.kafka.listeners import PLAINTEXT, Listener, ListenerError
 from tidelog.kafka.placement import owner, txn_key
 from tidelog.kafka.registry import Registry
+from tidelog.kafka.sasl import SCRAM, SaslSettings
+from tidelog.kafka.scram import Credentials
 from tidelog.kafka.server import KafkaServer
 from tidelog.kafka.tls import ServerTls, TlsConfig
 from tidelog.transactions.sweeper import TimeoutSweeper
@@ -47,10 +49,17 @@ class Agent:
         zone: str | None = None,
         listeners: Sequence[Listener] | None = None,
         tls: TlsConfig | None = None,
+        sasl_mechanisms: Sequence[str] = SCRAM,
     ) -> None:
         self.host = host
         self.listeners = tuple(listeners or (Listener(PLAINTEXT, "", port),))
         check_tls(self.listeners, tls)
+        check_sasl(sasl_mechanisms)
+        self._sasl = (
+            SaslSettings(tuple(sasl_mechanisms), Credentials(runtime.metadata_store()))
+            if any(listener.sasl for listener in self.listeners)
+            else None
+        )
         self._tls = ServerTls(tls) if tls is not None else None  # bad files: refused now
         self.advertised_host = advertised_host or (
             socket.gethostname() if host in ("0.0.0.0", "::", "") else host  # noqa: S104
@@ -98,7 +107,10 @@ class Agent:
         handlers = Handlers(self.registry)
         for listener in self.listeners:
             server = KafkaServer(
-                handlers, listener=listener.name, tls=self._tls if listener.tls else None
+                handlers,
+                listener=listener.name,
+                tls=self._tls if listener.tls else None,
+                sasl=self._sasl if listener.sasl else None,
             )
             self.ports[listener.name] = await server.bind(listener.host or self.host, listener.port)
             self._servers.append(server)
@@ -128,10 +140,12 @@ def run(
     flush_ms: int,
     listeners: Sequence[Listener] | None = None,
     tls: TlsConfig | None = None,
+    sasl_mechanisms: Sequence[str] = SCRAM,
 ) -> None:
     """``tidelog agent``: find the cluster's bucket and table (unless the environment names
     them), serve until SIGINT or SIGTERM."""
     check_tls(listeners or (Listener(PLAINTEXT, "", port),), tls)  # before any call to AWS
+    check_sasl(sasl_mechanisms)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     for chatty in ("botocore", "boto3"):
         logging.getLogger(chatty).setLevel(logging.WARNING)
@@ -158,6 +172,7 @@ def run(
         zone=zone or task_zone(),
         listeners=listeners,
         tls=tls,
+        sasl_mechanisms=sasl_mechanisms,
     )
     agent.start()
     collector.freeze_startup_objects()
@@ -181,6 +196,15 @@ def check_tls(listeners: Sequence[Listener], tls: TlsConfig | None) -> None:
         raise ListenerError("an SSL listener needs a certificate and key (--ssl-certfile)")
     if tls is not None and not any(listener.tls for listener in listeners):
         raise ListenerError("TLS settings given, but no SSL listener to use them")
+
+
+def check_sasl(mechanisms: Sequence[str]) -> None:
+    unknown = [m for m in mechanisms if m not in SCRAM]
+    if unknown or not mechanisms:
+        raise ListenerError(
+            f"sasl.enabled.mechanisms: {', '.join(unknown) or 'none'}; the agent offers "
+            f"{', '.join(SCRAM)}"
+        )
 
 
 def task_zone() -> str | None:

@@ -28,6 +28,7 @@ class ApiKey(enum.IntEnum):
     SYNC_GROUP = 14
     DESCRIBE_GROUPS = 15
     LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
@@ -44,6 +45,7 @@ class ApiKey(enum.IntEnum):
     ALTER_CONFIGS = 33
     ALTER_REPLICA_LOG_DIRS = 34
     DESCRIBE_LOG_DIRS = 35
+    SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     ELECT_LEADERS = 43
@@ -53,6 +55,8 @@ class ApiKey(enum.IntEnum):
     OFFSET_DELETE = 47
     DESCRIBE_CLIENT_QUOTAS = 48
     ALTER_CLIENT_QUOTAS = 49
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
@@ -77,6 +81,7 @@ API_VERSIONS = MappingProxyType(
         ApiKey.SYNC_GROUP: (0, 5),
         ApiKey.DESCRIBE_GROUPS: (0, 6),
         ApiKey.LIST_GROUPS: (0, 5),
+        ApiKey.SASL_HANDSHAKE: (0, 1),
         ApiKey.API_VERSIONS: (0, 4),
         ApiKey.CREATE_TOPICS: (2, 7),
         ApiKey.DELETE_TOPICS: (1, 6),
@@ -93,6 +98,7 @@ API_VERSIONS = MappingProxyType(
         ApiKey.ALTER_CONFIGS: (0, 2),
         ApiKey.ALTER_REPLICA_LOG_DIRS: (1, 2),
         ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
+        ApiKey.SASL_AUTHENTICATE: (0, 2),
         ApiKey.CREATE_PARTITIONS: (0, 3),
         ApiKey.DELETE_GROUPS: (0, 2),
         ApiKey.ELECT_LEADERS: (0, 2),
@@ -102,6 +108,8 @@ API_VERSIONS = MappingProxyType(
         ApiKey.OFFSET_DELETE: (0, 0),
         ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
         ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
         ApiKey.DESCRIBE_CLUSTER: (0, 1),
         ApiKey.DESCRIBE_PRODUCERS: (0, 0),
         ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),

@@ -113,6 +113,10 @@ class Handlers:
             ApiKey.DELETE_ACLS: access.delete_acls,
             ApiKey.DESCRIBE_CLIENT_QUOTAS: access.describe_client_quotas,
             ApiKey.ALTER_CLIENT_QUOTAS: access.alter_client_quotas,
+            ApiKey.SASL_HANDSHAKE: access.sasl_handshake,
+            ApiKey.SASL_AUTHENTICATE: access.sasl_authenticate,
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: access.describe_user_scram_credentials,
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: access.alter_user_scram_credentials,
             ApiKey.DESCRIBE_CLUSTER: self.metadata.describe_cluster,
             ApiKey.DESCRIBE_TOPIC_PARTITIONS: self.metadata.describe_topic_partitions,
         }

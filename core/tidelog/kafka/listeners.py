@@ -14,10 +14,9 @@ from dataclasses import dataclass
 
 from tidelog.errors import InvalidRequestError
 
-PLAINTEXT, SSL = "PLAINTEXT", "SSL"
+PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL = "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"
 CLIENT_AUTH = ("none", "requested", "required")  # Kafka's ssl.client.auth
-SUPPORTED = (PLAINTEXT, SSL)
-KAFKAS = (PLAINTEXT, SSL, "SASL_PLAINTEXT", "SASL_SSL")
+KAFKAS = (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)
 _ENTRY = re.compile(r"^(?P<name>[A-Za-z_]+)://(?P<host>\[[^\]]*\]|[^:]*):(?P<port>\d{1,5})$")
 
 
@@ -33,7 +32,11 @@ class Listener:
 
     @property
     def tls(self) -> bool:
-        return self.name in (SSL, "SASL_SSL")
+        return self.name in (SSL, SASL_SSL)
+
+    @property
+    def sasl(self) -> bool:
+        return self.name in (SASL_PLAINTEXT, SASL_SSL)
 
     def __str__(self) -> str:
         return f"{self.name}://{self.host}:{self.port}"
@@ -50,11 +53,6 @@ def parse(value: str) -> tuple[Listener, ...]:
         name, port = match["name"].upper(), int(match["port"])
         if name not in KAFKAS:
             raise ListenerError(f"listener {entry!r}: the name is one of {', '.join(KAFKAS)}")
-        if name not in SUPPORTED:
-            raise ListenerError(
-                f"listener {entry!r}: tidelog's agent has no SASL yet; "
-                f"listen with {' or '.join(SUPPORTED)}"
-            )
         if port > 65535:
             raise ListenerError(f"listener {entry!r}: port {port} is not a TCP port")
         listeners.append(Listener(name, match["host"].strip("[]"), port))

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import struct
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +41,7 @@ from tidelog.kafka.codec import (
 from tidelog.kafka.handlers import Handlers, api_versions_answer
 from tidelog.kafka.listeners import PLAINTEXT
 from tidelog.kafka.principals import ANONYMOUS, PrincipalMappingError
+from tidelog.kafka.sasl import Authenticator, SaslSettings, Step
 from tidelog.kafka.tls import CHECK_EVERY_S, ServerTls
 
 log = logging.getLogger(__name__)
@@ -49,7 +51,8 @@ WAITING = frozenset({ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP})
 
 
 class KafkaServer:
-    """One listener: plaintext, or TLS with ``tls`` (tidelog.kafka.listeners)."""
+    """One listener: plaintext, or TLS with ``tls``, and SASL with ``sasl``
+    (tidelog.kafka.listeners)."""
 
     def __init__(
         self,
@@ -59,10 +62,12 @@ class KafkaServer:
         waiters: int = 64,
         listener: str = PLAINTEXT,
         tls: ServerTls | None = None,
+        sasl: SaslSettings | None = None,
     ) -> None:
         self.handlers = handlers
         self.listener = listener
         self._tls = tls
+        self._sasl = sasl
         self._refresher: asyncio.Task[None] | None = None
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="tidelog-kafka")
         # Requests that wait (a fetch's long poll, a member waiting for its group) do so in
@@ -127,7 +132,8 @@ class KafkaServer:
         self._connections[task] = writer
         peer = writer.get_extra_info("peername")
         host = f"/{peer[0]}" if isinstance(peer, tuple) else ""
-        who = _Who(host, self.listener, principal)
+        auth = Authenticator(self._sasl) if self._sasl is not None else None
+        who = _Who(host, self.listener, principal, auth)
         answers: asyncio.Queue[_Pending | None] = asyncio.Queue(MAX_IN_FLIGHT)
         responder = asyncio.create_task(self._respond(answers, writer))
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -173,6 +179,8 @@ class KafkaServer:
         """The request's answer to come, and the turn of the request after it: done once this
         one has taken effect. A request that is answered here takes no turn."""
         loop = asyncio.get_running_loop()
+        if who.auth is not None and who.auth.raw and not who.auth.authenticated:
+            return self._bare_token(frame, who.auth, turn, loop)
         try:
             request = dataclasses.replace(
                 decode_request(frame),
@@ -203,18 +211,75 @@ class KafkaServer:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
                 loop.call_soon_threadsafe(took_effect)
 
+        pending = _Pending(loop.create_future())
+
         async def in_turn() -> bytes | None:
             await turn
             pool = self._waiting_pool if request.api_key in WAITING else self._pool
             try:
-                return await loop.run_in_executor(pool, self._handle, request, queued)
+                now = request
+                if who.auth is not None:
+                    step = await self._sasl_step(request, who.auth, loop)
+                    if step is not None:
+                        await asyncio.sleep(step.delay_s)
+                        pending.then_close = step.closes
+                        return encode_response(request, step.answer)
+                    now = dataclasses.replace(request, principal=who.auth.principal)
+                return await loop.run_in_executor(pool, self._handle, now, queued)
             finally:
                 took_effect()  # answered, or failed: the connection moves on (or closes)
 
         task = asyncio.ensure_future(in_turn())
         self._requests.add(task)
         task.add_done_callback(self._requests.discard)
-        return _Pending(task), taken
+        pending.future = task
+        return pending, taken
+
+    def _bare_token(
+        self,
+        token: bytes,
+        auth: Authenticator,
+        turn: asyncio.Future[None],
+        loop: asyncio.AbstractEventLoop,
+    ) -> tuple[_Pending, asyncio.Future[None]]:
+        """A SASL token after a v0 handshake, answered bare; a failure closes unanswered."""
+        pending = _Pending(loop.create_future())
+        answered: asyncio.Future[None] = loop.create_future()  # the next frame waits for it
+
+        async def in_turn() -> bytes | None:
+            await turn
+            try:
+                answer, delay_s = await loop.run_in_executor(
+                    self._pool, auth.authenticate_raw, token
+                )
+                await asyncio.sleep(delay_s)
+            finally:
+                answered.set_result(None)
+            if answer is None:
+                raise UnauthenticatedError("a SASL token failed (v0 handshake): closing")
+            return struct.pack(">i", len(answer)) + answer
+
+        task = asyncio.ensure_future(in_turn())
+        self._requests.add(task)
+        task.add_done_callback(self._requests.discard)
+        pending.future = task
+        return pending, answered
+
+    async def _sasl_step(
+        self, request: Request, auth: Authenticator, loop: asyncio.AbstractEventLoop
+    ) -> Step | None:
+        """A SASL listener's gate: the handshake and the mechanism's exchange answered here;
+        None for a request to serve (ApiVersions, or any once authenticated). Anything else
+        before authentication closes the connection, as Kafka's authenticator closes it."""
+        if request.api_key == ApiKey.SASL_HANDSHAKE:
+            return auth.handshake(request)
+        if request.api_key == ApiKey.SASL_AUTHENTICATE:
+            return await loop.run_in_executor(self._pool, auth.authenticate, request)
+        if auth.authenticated or request.api_key == ApiKey.API_VERSIONS:
+            return None
+        raise UnauthenticatedError(
+            f"unexpected {request.api_key.name} during SASL authentication: closing"
+        )
 
     def _handle(self, request: Request, queued: Callable[[], None]) -> bytes | None:
         try:
@@ -239,6 +304,9 @@ class KafkaServer:
             closes = pending.closes
             try:
                 frame = await pending.future
+            except UnauthenticatedError as exc:
+                log.info("closing a Kafka connection: %s", exc)
+                frame, closes = None, True
             except Exception:  # noqa: BLE001 - logged where it was raised
                 frame, closes = None, True  # a handler failed: Kafka closes the connection too
             if frame is not None and not closes:
@@ -247,7 +315,7 @@ class KafkaServer:
                     await writer.drain()
                 except ConnectionError:
                     closes = True  # the client went away
-            if not closes:
+            if not (closes or pending.then_close):
                 continue
             writing = False
             writer.close()  # the reading side sees the end and stops
@@ -260,6 +328,11 @@ class _Who:
     host: str  # as Kafka names it: "/10.0.0.7"
     listener: str
     principal: str
+    auth: Authenticator | None = None  # a SASL listener's: who it becomes once authenticated
+
+
+class UnauthenticatedError(Exception):
+    """A request other than ApiVersions and SASL's own before authentication."""
 
 
 @dataclass
@@ -268,7 +341,8 @@ class _Pending:
     (acks=0), and whether the connection closes there."""
 
     future: asyncio.Future[bytes | None]
-    closes: bool = False
+    closes: bool = False  # without answering
+    then_close: bool = False  # once its answer is written (a failed login)
 
     @classmethod
     def ready(cls, loop: asyncio.AbstractEventLoop, frame: bytes) -> _Pending:

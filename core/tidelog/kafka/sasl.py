@@ -1,0 +1,167 @@
+"""SASL at the Kafka port: one connection's authentication, as Kafka's
+``SaslServerAuthenticator`` runs it (KIP-152).
+
+On a SASL listener a connection may send only ApiVersions, SaslHandshake (the mechanism) and
+SaslAuthenticate (the mechanism's tokens) until it has authenticated; anything else closes it,
+as on Kafka. After a v0 handshake the tokens come bare, each size-prefixed like a request, as
+Kafka's oldest clients send them. Then every request carries the connection's principal,
+``User:<name>``.
+
+SCRAM-SHA-256 and SCRAM-SHA-512 are served as Kafka serves them (tidelog.kafka.scram). What a
+failure tells the client is Kafka's one sentence, SASL_AUTHENTICATION_FAILED, whether the user
+is unknown or the password wrong: an unknown user goes through the exchange against made-up
+credentials and fails at the proof, as a wrong password does, so neither the answer nor the
+number of steps tells them apart.
+
+Failed logins are throttled: the failing answer is held back 100 ms (Kafka's
+``connection.failed.authentication.delay.ms``), doubling with each recent failure of the same
+user up to 5 s, and the connection closes after it. The hold happens in the listener's event
+loop, so throttled clients occupy no worker thread.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import hmac
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from tidelog.kafka.codec import NONE, Answer, Request, code
+from tidelog.kafka.principals import ANONYMOUS, USER
+from tidelog.kafka.scram import MIN_ITERATIONS, Credential, Credentials, ScramError, ScramExchange
+
+log = logging.getLogger(__name__)
+
+SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+FAILURE_DELAY_S = 0.1  # Kafka's connection.failed.authentication.delay.ms
+MAX_FAILURE_DELAY_S = 5.0
+FAILURE_WINDOW_S = 60.0
+
+
+class FailedLogins:
+    """Recent failures per user, shared by every connection of the agent."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._recent: dict[str, collections.deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def record(self, user: str) -> float:
+        """Count a failure; how long to hold its answer back."""
+        now = self._clock()
+        with self._lock:
+            recent = self._recent.setdefault(user, collections.deque())
+            while recent and now - recent[0] > FAILURE_WINDOW_S:
+                recent.popleft()
+            recent.append(now)
+            count = len(recent)
+            if len(self._recent) > 10_000:
+                self._recent = {u: d for u, d in self._recent.items() if d and now - d[-1] < 1}
+        return float(min(MAX_FAILURE_DELAY_S, FAILURE_DELAY_S * 2 ** (count - 1)))
+
+
+@dataclass(frozen=True)
+class SaslSettings:
+    """What a SASL listener offers, and where it finds credentials."""
+
+    mechanisms: Sequence[str]
+    credentials: Credentials
+    failures: FailedLogins = field(default_factory=FailedLogins)
+    # Made-up credentials for unknown users derive from it: the same on every connection.
+    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+
+
+@dataclass(frozen=True)
+class Step:
+    answer: Answer
+    closes: bool = False  # the connection closes once the answer is sent
+    delay_s: float = 0.0  # hold the answer back this long (a failed login)
+
+
+class Authenticator:
+    """One connection's SASL state: handshake, then the mechanism's exchange."""
+
+    def __init__(self, settings: SaslSettings) -> None:
+        self._settings = settings
+        self._mechanism: str | None = None
+        self._exchange: ScramExchange | None = None
+        self.principal = ANONYMOUS
+        self.authenticated = False
+        self.raw = False
+
+    def handshake(self, request: Request) -> Step:
+        mechanism = str(request.body.mechanism)
+        enabled = list(self._settings.mechanisms)
+        if self.authenticated or self._mechanism is not None:
+            error: str | None = "ILLEGAL_SASL_STATE"
+        elif mechanism not in enabled:
+            error = "UNSUPPORTED_SASL_MECHANISM"
+        else:
+            error = None
+        if error is not None:
+            return Step({"error_code": code(error), "mechanisms": enabled}, closes=True)
+        self._mechanism = mechanism
+        self.raw = request.api_version == 0  # tokens follow bare, not in SaslAuthenticate
+        credentials, secret = self._settings.credentials, self._settings.secret
+        self._exchange = ScramExchange(
+            mechanism,
+            lambda user: credentials.get(mechanism, user) or made_up(secret, mechanism, user),
+        )
+        return Step({"error_code": NONE, "mechanisms": enabled})
+
+    def authenticate(self, request: Request) -> Step:
+        """SaslAuthenticate (after a v1 handshake): one token of the exchange."""
+        if self._exchange is None or self.authenticated or self.raw:
+            return self._refuse("ILLEGAL_SASL_STATE", "SaslAuthenticate out of turn", 0.0)
+        token, delay = self._step(bytes(request.body.auth_bytes))
+        if token is None:
+            return self._refuse(
+                "SASL_AUTHENTICATION_FAILED",
+                "Authentication failed during authentication due to invalid credentials with "
+                f"SASL mechanism {self._mechanism}",
+                delay,
+            )
+        return Step(
+            {"error_code": NONE, "error_message": None, "auth_bytes": token, "session_lifetime": 0}
+        )
+
+    def authenticate_raw(self, token: bytes) -> tuple[bytes | None, float]:
+        """A token sent bare after a v0 handshake, as Kafka's oldest clients send them: the
+        answer's token, or None (the connection closes: a bare token has no room for an
+        error), and how long to hold it back."""
+        return self._step(token)
+
+    def _step(self, token: bytes) -> tuple[bytes | None, float]:
+        assert self._exchange is not None
+        try:
+            answer, done = self._exchange.step(token)
+        except ScramError as exc:
+            # The log says why (the client is told only that it failed).
+            log.info("SASL %s login of %r failed: %s", self._mechanism, self._exchange.user, exc)
+            return None, self._settings.failures.record(self._exchange.user or "")
+        if done:
+            self.authenticated = True
+            self.principal = f"{USER}:{self._exchange.user}"
+        return answer, 0.0
+
+    @staticmethod
+    def _refuse(error: str, message: str, delay_s: float) -> Step:
+        answer = {
+            "error_code": code(error),
+            "error_message": message,
+            "auth_bytes": b"",
+            "session_lifetime": 0,
+        }
+        return Step(answer, closes=True, delay_s=delay_s)
+
+
+def made_up(secret: bytes, mechanism: str, user: str) -> Credential:
+    """Credentials no password matches, for a user who has none: the same salt for a user on
+    every attempt (a salt that changed would give the unknown user away)."""
+    seed = hmac.new(secret, f"{mechanism}#{user}".encode(), hashlib.sha256)
+    return Credential(seed.digest()[:16], secrets.token_bytes(32), b"", MIN_ITERATIONS)

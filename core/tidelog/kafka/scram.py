@@ -1,0 +1,337 @@
+"""SCRAM (RFC 5802, RFC 7677) as Kafka serves it: the server's side of the exchange, and
+credentials stored as Kafka stores them and managed with Kafka's own APIs,
+DescribeUserScramCredentials and AlterUserScramCredentials.
+
+The exchange follows Kafka's ``ScramSaslServer`` rather than a general SCRAM library, because
+Kafka's clients rely on where it is lenient: the client's final nonce need only *end with* the
+server's (librdkafka before 2.6 sends its own nonce twice), extensions are accepted and ignored
+(``tokenauth``, for delegation tokens, is not served), and user names are decoded from
+``saslname`` without SASLprep. The proof is compared in constant time.
+
+Items::
+
+    ("scram", "<mechanism>#<user>")   salt, stored key, server key, iterations
+
+Never a password, nor the salted password a client sends (Kafka's AlterUserScramCredentials
+carries the salted password, so a server stores only what it derives from it: the stored key
+H(HMAC(salted, "Client Key")) and the server key HMAC(salted, "Server Key")). A stored key
+proves nothing to a client and lets nobody log in; it only checks a client's proof.
+
+The rules of an alteration are Kafka's (``ScramControlManager``): a user altered twice in one
+request is DUPLICATE_RESOURCE, an empty name UNACCEPTABLE_CREDENTIAL, an unknown mechanism
+UNSUPPORTED_SASL_MECHANISM, 4,096 to 16,384 iterations, and deleting a credential that does
+not exist RESOURCE_NOT_FOUND. The valid changes of a request apply together.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import re
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tidelog.kafka.codec import NONE, Answer, Request, code, items
+from tidelog.storage import Delete, MetadataStore, Put, Write
+from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
+
+SCRAM_PK = "scram"
+MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}  # Kafka's ScramMechanism type bytes
+TYPES = {name: kind for kind, name in MECHANISMS.items()}
+HASHES: dict[str, Callable[..., hashlib._Hash]] = {
+    "SCRAM-SHA-256": hashlib.sha256,
+    "SCRAM-SHA-512": hashlib.sha512,
+}
+MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
+
+
+@dataclass(frozen=True)
+class Credential:
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+    @classmethod
+    def from_salted(
+        cls, mechanism: str, salt: bytes, salted_password: bytes, iterations: int
+    ) -> Credential:
+        """What a server keeps of a salted password (Kafka's ``ScramFormatter``)."""
+        digest = HASHES[mechanism]
+        client_key = hmac.new(salted_password, b"Client Key", digest).digest()
+        return cls(
+            salt,
+            digest(client_key).digest(),
+            hmac.new(salted_password, b"Server Key", digest).digest(),
+            iterations,
+        )
+
+    @classmethod
+    def from_password(
+        cls, mechanism: str, password: str, salt: bytes, iterations: int
+    ) -> Credential:
+        """As a client salts a password (Hi, RFC 5802) before sending it."""
+        name = HASHES[mechanism]().name
+        salted = hashlib.pbkdf2_hmac(name, password.encode(), salt, iterations)
+        return cls.from_salted(mechanism, salt, salted, iterations)
+
+
+class ScramError(Exception):
+    """The exchange failed: a malformed message, an unknown user or a wrong proof (which the
+    client is never told apart)."""
+
+
+_SASLNAME = r"(?:[\x01-\x2B\x2D-\x3C\x3E-\x7F]|=2C|=3D)+"
+_VALUE = r"[\x01-\x2B\x2D-\x7F]+"
+_PRINTABLE = r"[\x21-\x2B\x2D-\x7E]+"
+_BASE64 = r"(?:[A-Za-z0-9/+]{4})*(?:[A-Za-z0-9/+]{3}=|[A-Za-z0-9/+]{2}==)?"
+_EXTENSIONS = rf"(?:,[A-Za-z]+={_VALUE})*"
+_CLIENT_FIRST = re.compile(
+    rf"n,(?:a=(?P<authzid>{_SASLNAME}))?,(?:m={_VALUE},)?"
+    rf"(?P<bare>n=(?P<name>{_SASLNAME}),r=(?P<nonce>{_PRINTABLE}){_EXTENSIONS})"
+)
+_CLIENT_FINAL = re.compile(
+    rf"(?P<without_proof>c=(?P<channel>{_BASE64}),r=(?P<nonce>{_PRINTABLE}){_EXTENSIONS}),"
+    rf"p=(?P<proof>{_BASE64})"
+)
+
+
+class ScramExchange:
+    """One login's two rounds, as Kafka's ``ScramSaslServer``: client-first -> server-first,
+    client-final -> server-final. ``lookup`` finds a user's credential (None: unknown)."""
+
+    def __init__(
+        self,
+        mechanism: str,
+        lookup: Callable[[str], Credential | None],
+        server_nonce: Callable[[], str] | None = None,
+    ) -> None:
+        self._digest = HASHES[mechanism]
+        self._server_nonce = server_nonce or _server_nonce
+        self._lookup = lookup
+        self._round = 0
+        self.user: str | None = None
+        self._credential: Credential | None = None
+        self._first_bare = self._server_first = self._nonce = ""
+
+    def step(self, token: bytes) -> tuple[bytes, bool]:
+        """The answer to ``token``, and whether the login is complete; ScramError if not."""
+        try:
+            message = token.decode()
+        except UnicodeDecodeError as exc:
+            raise ScramError("a SCRAM message is UTF-8") from exc
+        self._round += 1
+        if self._round == 1:
+            return self._server_first_message(message), False
+        if self._round == 2:
+            return self._server_final_message(message), True
+        raise ScramError("SCRAM has two rounds")
+
+    def _server_first_message(self, message: str) -> bytes:
+        first = _CLIENT_FIRST.fullmatch(message)
+        if first is None:
+            raise ScramError("malformed client-first message")
+        self.user = first["name"].replace("=2C", ",").replace("=3D", "=")
+        if first["authzid"] and first["authzid"] != first["name"]:
+            raise ScramError("an authorization id other than the user name")
+        credential = self._lookup(self.user)
+        if credential is None:
+            raise ScramError(f"no credential for {self.user!r}")
+        self._credential = credential
+        self._first_bare = first["bare"]
+        self._nonce = first["nonce"] + self._server_nonce()
+        salt = base64.b64encode(credential.salt).decode()
+        self._server_first = f"r={self._nonce},s={salt},i={credential.iterations}"
+        return self._server_first.encode()
+
+    def _server_final_message(self, message: str) -> bytes:
+        final = _CLIENT_FINAL.fullmatch(message)
+        if final is None or self._credential is None:
+            raise ScramError("malformed client-final message")
+        if not final["nonce"].endswith(self._nonce):  # Kafka's test, not equality
+            raise ScramError("the final nonce is not the server's")
+        auth = f"{self._first_bare},{self._server_first},{final['without_proof']}".encode()
+        try:
+            proof = base64.b64decode(final["proof"], validate=True)
+        except binascii.Error as exc:
+            raise ScramError("the proof is not base64") from exc
+        signature = hmac.new(self._credential.stored_key, auth, self._digest).digest()
+        if len(proof) != len(signature):
+            raise ScramError("a proof of the wrong length")
+        client_key = bytes(a ^ b for a, b in zip(signature, proof, strict=True))
+        if not hmac.compare_digest(self._digest(client_key).digest(), self._credential.stored_key):
+            raise ScramError("invalid client proof")
+        server_signature = hmac.new(self._credential.server_key, auth, self._digest).digest()
+        return b"v=" + base64.b64encode(server_signature)
+
+
+def _server_nonce() -> str:
+    """As Kafka's ``secureRandomString``: 130 random bits, base 36."""
+    number, digits = secrets.randbits(130), []
+    while number:
+        number, digit = divmod(number, 36)
+        digits.append("0123456789abcdefghijklmnopqrstuvwxyz"[digit])
+    return "".join(reversed(digits)) or "0"
+
+
+def item_sk(mechanism: str, user: str) -> str:
+    return f"{mechanism}#{user}"
+
+
+class Credentials:
+    """The cluster's SCRAM credentials, in its table."""
+
+    def __init__(self, meta: MetadataStore) -> None:
+        self._meta = meta
+
+    def get(self, mechanism: str, user: str) -> Credential | None:
+        item = self._meta.get(SCRAM_PK, item_sk(mechanism, user))
+        if item is None:
+            return None
+        return Credential(
+            _bytes(item["salt"]),
+            _bytes(item["stored_key"]),
+            _bytes(item["server_key"]),
+            int(str(item["iterations"])),
+        )
+
+    def put(self, mechanism: str, user: str, credential: Credential) -> Put:
+        return Put(
+            {
+                "pk": SCRAM_PK,
+                "sk": item_sk(mechanism, user),
+                "user": user,
+                "mechanism": mechanism,
+                "salt": _text(credential.salt),
+                "stored_key": _text(credential.stored_key),
+                "server_key": _text(credential.server_key),
+                "iterations": credential.iterations,
+            }
+        )
+
+    def listed(self) -> dict[str, list[tuple[str, int]]]:
+        """Each user with credentials: (mechanism, iterations) of each."""
+        users: dict[str, list[tuple[str, int]]] = {}
+        for item in self._meta.query(SCRAM_PK):
+            users.setdefault(str(item["user"]), []).append(
+                (str(item["mechanism"]), int(str(item["iterations"])))
+            )
+        return users
+
+    def exists(self, mechanism: str, user: str) -> bool:
+        return self._meta.get(SCRAM_PK, item_sk(mechanism, user)) is not None
+
+    def apply(self, writes: list[Write]) -> None:
+        for start in range(0, len(writes), MAX_TRANSACTION_WRITES):
+            self._meta.transact(writes[start : start + MAX_TRANSACTION_WRITES])
+
+
+def describe(request: Request, credentials: Credentials) -> Answer:
+    """DescribeUserScramCredentials: every user with credentials (no names), or those named."""
+    listed = credentials.listed()
+    names = [str(u.name) for u in items(request.body.users)] if request.body.users else None
+    results = []
+    for user in sorted(listed) if names is None else list(dict.fromkeys(names)):
+        if names is not None and names.count(user) > 1:
+            problem = ("DUPLICATE_RESOURCE", _DESCRIBED_TWICE)
+        elif user not in listed:
+            problem = ("RESOURCE_NOT_FOUND", "Attempt to describe nonexistent user")
+        else:
+            infos = [
+                {"mechanism": TYPES[mechanism], "iterations": iterations}
+                for mechanism, iterations in sorted(listed[user])
+            ]
+            results.append({**_result(user, None, None), "credential_infos": infos})
+            continue
+        results.append({**_result(user, *problem), "credential_infos": []})
+    return {"throttle_time": 0, "error_code": NONE, "error_message": None, "results": results}
+
+
+def alter(request: Request, credentials: Credentials) -> Answer:
+    """AlterUserScramCredentials, checked as Kafka's controller checks it."""
+    errors: dict[str, tuple[str, str]] = {}
+    deletions: dict[str, tuple[str, str]] = {}  # user -> (mechanism, sk)
+    upsertions: dict[str, tuple[str, Credential]] = {}
+    for deletion in items(request.body.deletions):
+        user, kind = str(deletion.name), int(deletion.mechanism)
+        if user in errors:
+            continue
+        if deletions.pop(user, None) is not None:
+            errors[user] = _TWICE
+            continue
+        problem = _check(user, kind)
+        if problem is None and not credentials.exists(MECHANISMS[kind], user):
+            problem = (
+                "RESOURCE_NOT_FOUND",
+                "Attempt to delete a user credential that does not exist",
+            )
+        if problem is not None:
+            errors[user] = problem
+        else:
+            deletions[user] = (MECHANISMS[kind], item_sk(MECHANISMS[kind], user))
+    for upsertion in items(request.body.upsertions):
+        user, kind = str(upsertion.name), int(upsertion.mechanism)
+        if user in errors:
+            continue
+        if deletions.pop(user, None) is not None or upsertions.pop(user, None) is not None:
+            errors[user] = _TWICE
+            continue
+        problem = _check(user, kind) or _check_iterations(int(upsertion.iterations))
+        if problem is not None:
+            errors[user] = problem
+            continue
+        mechanism = MECHANISMS[kind]
+        upsertions[user] = (
+            mechanism,
+            Credential.from_salted(
+                mechanism,
+                bytes(upsertion.salt),
+                bytes(upsertion.salted_password),
+                int(upsertion.iterations),
+            ),
+        )
+    writes: list[Write] = [Delete(SCRAM_PK, sk) for _, sk in deletions.values()]
+    writes += [credentials.put(mechanism, user, c) for user, (mechanism, c) in upsertions.items()]
+    credentials.apply(writes)
+    results = [_result(user, None, None) for user in (*deletions, *upsertions)]
+    results += [_result(user, *problem) for user, problem in errors.items()]
+    return {"throttle_time": 0, "results": results}
+
+
+_TWICE = ("DUPLICATE_RESOURCE", "A user credential cannot be altered twice in the same request")
+_DESCRIBED_TWICE = "Cannot describe SCRAM credentials for the same user twice in a single request"
+
+
+def _check(user: str, kind: int) -> tuple[str, str] | None:
+    if not user:
+        return ("UNACCEPTABLE_CREDENTIAL", "Username must not be empty")
+    if kind not in MECHANISMS:
+        return ("UNSUPPORTED_SASL_MECHANISM", "Unknown SCRAM mechanism")
+    return None
+
+
+def _check_iterations(iterations: int) -> tuple[str, str] | None:
+    if iterations < MIN_ITERATIONS:
+        return ("UNACCEPTABLE_CREDENTIAL", "Too few iterations")
+    if iterations > MAX_ITERATIONS:
+        return ("UNACCEPTABLE_CREDENTIAL", "Too many iterations")
+    return None
+
+
+def _result(user: str, error: str | None, message: str | None) -> Answer:
+    return {
+        "user": user,
+        "error_code": NONE if error is None else code(error),
+        "error_message": message,
+    }
+
+
+def _text(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+def _bytes(value: object) -> bytes:
+    return base64.b64decode(str(value))
