@@ -29,7 +29,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from moto.moto_server.werkzeug_app import (
     DomainDispatcherApplication,
@@ -41,12 +41,12 @@ from tests.support.agents import AgentProcess
 from tests.support.dynamodb_local import free_port
 from werkzeug.serving import make_server
 
+from benchmarks.librdkafka import MESSAGE_BYTES, consume_rate, produce_rate
 from benchmarks.report import Section
 from tidelog.local.emulator import LockedApp
 from tidelog.local.stack import aws_client
 
 MESSAGES = 100_000
-MESSAGE_BYTES = 1024
 PARTITIONS = 6
 LATENCY_MESSAGES = 300
 RUNS = 3
@@ -276,56 +276,22 @@ def _serve_moto() -> None:
 def _drive_here(phase: str, bootstrap: str, topic: str, zone: str) -> dict[str, float]:
     common = {"bootstrap.servers": bootstrap, "client.id": f"bench,tidelog_az={zone}"}
     if phase == "consume":
-        return {"consume": _consume(common, topic)}
-    producer = Producer({**common, "linger.ms": 5, "acks": "all"})
+        return {"consume": consume_rate(common, topic, MESSAGES, PARTITIONS)}
+    if phase == "produce":
+        admin = AdminClient(common)
+        admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+        return {"produce": produce_rate(common, topic, MESSAGES, PARTITIONS)}
+    producer = Producer({**common, "linger.ms": 5, "acks": "all"})  # latency: one at a time
     value = os.urandom(MESSAGE_BYTES // 2).hex().encode()
-    failed: list[str] = []
-
-    def on_delivery(error: Any, message: Any) -> None:
-        if error is not None:
-            failed.append(str(error))
-
-    if phase == "latency":
-        latencies = []
-        for i in range(LATENCY_MESSAGES):
-            sent = time.perf_counter()
-            producer.produce(topic, value, partition=i % PARTITIONS, on_delivery=on_delivery)
-            producer.flush(30)
-            latencies.append((time.perf_counter() - sent) * 1000)
-        latencies.sort()
-        return {
-            "p50": latencies[len(latencies) // 2],
-            "p99": latencies[int(len(latencies) * 0.99)],
-        }
-    admin = AdminClient(common)
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
-    start = time.perf_counter()
-    for i in range(MESSAGES):
-        while True:
-            try:
-                producer.produce(topic, value, partition=i % PARTITIONS, on_delivery=on_delivery)
-                break
-            except BufferError:
-                producer.poll(0.005)
-        producer.poll(0)
-    producer.flush(300)
-    if failed:
-        raise RuntimeError(f"{len(failed)} messages failed: {failed[0]}")
-    return {"produce": MESSAGES / (time.perf_counter() - start)}
-
-
-def _consume(common: dict[str, str], topic: str) -> float:
-    consumer = Consumer({**common, "group.id": f"{topic}-reader", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    got, start = 0, time.perf_counter()
-    while got < MESSAGES:
-        for message in consumer.consume(1000, 1.0):
-            if message.error() is None:
-                got += 1
-        if time.perf_counter() - start > 300:
-            raise RuntimeError(f"read {got} of {MESSAGES} in 300 s")
-    consumer.close()
-    return got / (time.perf_counter() - start)
+    latencies = []
+    for i in range(LATENCY_MESSAGES):
+        sent = time.perf_counter()
+        producer.produce(topic, value, partition=i % PARTITIONS)
+        if producer.flush(30):
+            raise RuntimeError("a message was not delivered within 30 s")
+        latencies.append((time.perf_counter() - sent) * 1000)
+    latencies.sort()
+    return {"p50": latencies[len(latencies) // 2], "p99": latencies[int(len(latencies) * 0.99)]}
 
 
 if __name__ == "__main__":

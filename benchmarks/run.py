@@ -25,6 +25,7 @@ from benchmarks import (
     partitions,
     produce,
     scale,
+    security,
     spark,
     transactions,
 )
@@ -40,6 +41,7 @@ MODULES = [
     groups,
     kafka,
     admin,
+    security,
     transactions,
     client,
     console,
