@@ -94,7 +94,10 @@ def test_an_agent_will_not_share_a_staging_or_cache_directory_with_a_live_one(se
     [
         (["--kafka-port", "0"], "no tidelog stack named 'nowhere'"),
         (["--listeners", "SASL_SSL://:0"], "an SSL listener needs a certificate"),
-        (["--sasl-enabled-mechanisms", "PLAIN"], "the agent offers SCRAM-SHA-256, SCRAM-SHA-512"),
+        (
+            ["--sasl-enabled-mechanisms", "GSSAPI"],
+            "the agent offers SCRAM-SHA-256, SCRAM-SHA-512, PLAIN",
+        ),
         (["--listeners", "SSL://:0"], "an SSL listener needs a certificate"),
         (["--ssl-certfile", "agent.pem"], "both --ssl-certfile and --ssl-keyfile"),
     ],

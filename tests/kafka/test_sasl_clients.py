@@ -49,6 +49,8 @@ def sasl(dev, tmp_path_factory):
         str(issued.certfile),
         "--ssl-keyfile",
         str(issued.keyfile),
+        "--sasl-enabled-mechanisms",
+        "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
     )
     yield f"127.0.0.1:{plain}", f"127.0.0.1:{secure}", str(ca.cafile)
     agent.stop()
@@ -227,3 +229,45 @@ def test_a_request_before_logging_in_closes_the_connection_unanswered(sasl):
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         sock.sendall(bytes(request.encode(header=True, framed=True)))
         assert sock.recv(4, socket.MSG_WAITALL) == b""  # closed, nothing answered
+
+
+def test_plain_over_tls_with_the_scram_password(sasl, user, topic):
+    _, secure, cafile = sasl
+    settings = {
+        "bootstrap_servers": secure,
+        "security_protocol": "SASL_SSL",
+        "ssl_cafile": cafile,
+        "sasl_mechanism": "PLAIN",
+        "sasl_plain_username": user,
+        "sasl_plain_password": PASSWORD,
+    }
+    producer = KafkaProducer(**settings)
+    assert producer.send(topic, b"plain").get(30).offset == 0
+    producer.close()
+    consumer = KafkaConsumer(
+        topic, auto_offset_reset="earliest", consumer_timeout_ms=10_000, **settings
+    )
+    assert [m.value for m in consumer] == [b"plain"]
+    consumer.close()
+
+
+def test_plain_is_not_offered_without_tls(sasl, user):
+    plain, _, _ = sasl
+    errors = []
+    producer = Producer(
+        {
+            "bootstrap.servers": plain,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "PLAIN",
+            "sasl.username": user,
+            "sasl.password": PASSWORD,
+            "error_cb": errors.append,
+        }
+    )
+    for _ in range(20):
+        if errors:
+            break
+        producer.poll(1)
+    assert errors, "PLAIN over plaintext was not refused"
+    assert "PLAIN" in errors[0].str()
+    assert "SCRAM-SHA-256,SCRAM-SHA-512" in errors[0].str()  # what is offered instead

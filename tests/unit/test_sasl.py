@@ -50,7 +50,7 @@ def _authenticate(auth, token):
 
 
 def _login(settings, user, password):
-    auth = Authenticator(settings)
+    auth = Authenticator(settings, encrypted=True)
     assert _handshake(auth).answer["error_code"] == NONE
     client = ScramClient(user, password, "SCRAM-SHA-256")
     first = _authenticate(auth, client.first_message())
@@ -95,20 +95,20 @@ def test_failed_logins_are_held_back_longer_per_user_and_forgotten_after_a_minut
 
 
 def test_the_handshake_refuses_an_unoffered_mechanism_and_a_second_handshake():
-    auth = Authenticator(_settings())
+    auth = Authenticator(_settings(), encrypted=True)
     refused = _handshake(auth, "PLAIN")
     assert refused.answer == {
         "error_code": code("UNSUPPORTED_SASL_MECHANISM"),
         "mechanisms": list(SCRAM),
     }
     assert refused.closes
-    auth = Authenticator(_settings())
+    auth = Authenticator(_settings(), encrypted=True)
     _handshake(auth)
     assert _handshake(auth).answer["error_code"] == code("ILLEGAL_SASL_STATE")
 
 
 def test_tokens_out_of_turn_are_an_illegal_state():
-    auth = Authenticator(_settings())
+    auth = Authenticator(_settings(), encrypted=True)
     out_of_turn = _authenticate(auth, b"n,,n=alice,r=abc")  # no handshake first
     assert out_of_turn.answer["error_code"] == code("ILLEGAL_SASL_STATE")
     assert out_of_turn.closes
@@ -116,7 +116,7 @@ def test_tokens_out_of_turn_are_an_illegal_state():
 
 def test_after_a_v0_handshake_the_tokens_come_bare():
     settings = _settings()
-    auth = Authenticator(settings)
+    auth = Authenticator(settings, encrypted=True)
     _handshake(auth, version=0)
     assert auth.raw
     client = ScramClient("alice", "secret", "SCRAM-SHA-256")
@@ -126,6 +126,45 @@ def test_after_a_v0_handshake_the_tokens_come_bare():
     assert final is not None
     assert delay == 0.0
     assert auth.principal == "User:alice"
-    assert _authenticate(Authenticator(settings), b"x").answer["error_code"] == code(
-        "ILLEGAL_SASL_STATE"
-    )
+    assert _authenticate(Authenticator(settings, encrypted=True), b"x").answer[
+        "error_code"
+    ] == code("ILLEGAL_SASL_STATE")
+
+
+def _plain(settings, token, *, encrypted=True):
+    auth = Authenticator(settings, encrypted=encrypted)
+    if _handshake(auth, "PLAIN").answer["error_code"] != NONE:
+        return auth, None
+    return auth, _authenticate(auth, token)
+
+
+def test_plain_logs_in_with_the_scram_password_of_either_mechanism():
+    settings = SaslSettings((*SCRAM, "PLAIN"), _settings().credentials)
+    auth, step = _plain(settings, b"\0alice\0secret")
+    assert step.answer["error_code"] == NONE
+    assert auth.principal == "User:alice"
+    auth, step = _plain(settings, b"alice\0alice\0secret")  # authzid, the same user
+    assert step.answer["error_code"] == NONE
+
+
+def test_plain_refuses_a_wrong_password_an_unknown_user_and_a_borrowed_identity_alike():
+    settings = SaslSettings((*SCRAM, "PLAIN"), _settings().credentials)
+    refusals = [
+        _plain(settings, token)[1]
+        for token in (b"\0alice\0guess", b"\0mallory\0secret", b"bob\0alice\0secret", b"alice")
+    ]
+    assert {s.answer["error_code"] for s in refusals} == {code("SASL_AUTHENTICATION_FAILED")}
+    assert len({s.answer["error_message"] for s in refusals}) == 1
+    assert all(s.closes for s in refusals)
+
+
+def test_plain_is_offered_only_over_tls_unless_the_agent_is_told_otherwise():
+    enabled = (*SCRAM, "PLAIN")
+    over_plaintext = Authenticator(SaslSettings(enabled, _settings().credentials), encrypted=False)
+    refused = _handshake(over_plaintext, "PLAIN")
+    assert refused.answer == {
+        "error_code": code("UNSUPPORTED_SASL_MECHANISM"),
+        "mechanisms": list(SCRAM),
+    }
+    allowed = SaslSettings(enabled, _settings().credentials, plain_over_plaintext=True)
+    assert _plain(allowed, b"\0alice\0secret", encrypted=False)[1].answer["error_code"] == NONE

@@ -17,7 +17,7 @@ from tidelog.kafka.scram import (
     MECHANISMS,
     Credential,
     Credentials,
-    ScramError,
+    LoginError,
     ScramExchange,
     alter,
     describe,
@@ -71,7 +71,7 @@ def test_kafka_pythons_client_logs_in_with_the_password_and_only_with_it(
     }
     escaped = user.replace("=", "=3D").replace(",", "=2C")  # RFC 5802's saslname
     assert _login(mechanism, stored, escaped, password)
-    with pytest.raises(ScramError, match="invalid client proof"):
+    with pytest.raises(LoginError, match="invalid client proof"):
         _login(mechanism, stored, escaped, password + "x")
 
 
@@ -84,11 +84,11 @@ def test_a_final_nonce_that_repeats_the_clients_as_old_librdkafka_sends_it_is_ac
     # librdkafka before 2.6 signs and sends its nonce twice; Kafka checks only the ending.
     client_nonce = client.first_message().split(b",r=")[1]
     doubled = client.final_message().replace(b",r=", b",r=" + client_nonce, 1)
-    with pytest.raises(ScramError, match="invalid client proof"):  # proof over the other text
+    with pytest.raises(LoginError, match="invalid client proof"):  # proof over the other text
         exchange.step(doubled)
     other = ScramExchange("SCRAM-SHA-512", stored.get)
     first, _ = other.step(b"n,,n=alice,r=abc")
-    with pytest.raises(ScramError, match="not the server's"):
+    with pytest.raises(LoginError, match="not the server's"):
         other.step(b"c=biws,r=abcXYZ,p=" + base64.b64encode(bytes(64)))
 
 
@@ -98,19 +98,19 @@ def test_a_final_nonce_that_repeats_the_clients_as_old_librdkafka_sends_it_is_ac
 )
 def test_malformed_or_borrowed_first_messages_fail(first):
     stored = {"alice": Credential.from_password("SCRAM-SHA-256", "pw", b"salt", 4096)}
-    with pytest.raises(ScramError):
+    with pytest.raises(LoginError):
         ScramExchange("SCRAM-SHA-256", stored.get).step(first)
 
 
 def test_an_unknown_user_and_a_third_round_fail():
-    with pytest.raises(ScramError, match="no credential"):
+    with pytest.raises(LoginError, match="no credential"):
         ScramExchange("SCRAM-SHA-256", {}.get).step(b"n,,n=nobody,r=abc")
     stored = {"alice": Credential.from_password("SCRAM-SHA-256", "pw", b"salt", 4096)}
     client = ScramClient("alice", "pw", "SCRAM-SHA-256")
     exchange = ScramExchange("SCRAM-SHA-256", stored.get)
     client.process_server_first_message(exchange.step(client.first_message())[0])
     exchange.step(client.final_message())
-    with pytest.raises(ScramError, match="two rounds"):
+    with pytest.raises(LoginError, match="two rounds"):
         exchange.step(client.final_message())
 
 

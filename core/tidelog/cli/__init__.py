@@ -211,6 +211,7 @@ def _agent(args: argparse.Namespace) -> int:
             listeners=listening.listeners(args),
             tls=listening.tls_config(args),
             sasl_mechanisms=listening.sasl_mechanisms(args),
+            plain_over_plaintext=args.sasl_plain_over_plaintext,
         )
     except (OSError, LookupError, ValueError, TidelogError) as exc:
         print(f"tidelog agent: {exc}", file=sys.stderr)

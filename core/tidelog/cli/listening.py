@@ -27,6 +27,13 @@ def add_options(command: argparse.ArgumentParser) -> None:
         help="Kafka's sasl.enabled.mechanisms, for SASL listeners (default "
         "$TIDELOG_SASL_ENABLED_MECHANISMS, else SCRAM-SHA-256,SCRAM-SHA-512)",
     )
+    command.add_argument(
+        "--sasl-plain-over-plaintext",
+        action="store_true",
+        default=env("TIDELOG_SASL_PLAIN_OVER_PLAINTEXT") == "true",
+        help="offer PLAIN on SASL_PLAINTEXT listeners too, where passwords cross the network "
+        "in the clear (default: PLAIN only over TLS)",
+    )
     tls = command.add_argument_group("TLS, for an SSL listener (PEM files, reloaded on change)")
     tls.add_argument(
         "--ssl-certfile",

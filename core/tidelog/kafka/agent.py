@@ -21,7 +21,7 @@ from tidelog.kafka.handlers import Handlers
 from tidelog.kafka.listeners import PLAINTEXT, Listener, ListenerError
 from tidelog.kafka.placement import owner, txn_key
 from tidelog.kafka.registry import Registry
-from tidelog.kafka.sasl import SCRAM, SaslSettings
+from tidelog.kafka.sasl import MECHANISMS, SCRAM, SaslSettings
 from tidelog.kafka.scram import Credentials
 from tidelog.kafka.server import KafkaServer
 from tidelog.kafka.tls import ServerTls, TlsConfig
@@ -50,13 +50,18 @@ class Agent:
         listeners: Sequence[Listener] | None = None,
         tls: TlsConfig | None = None,
         sasl_mechanisms: Sequence[str] = SCRAM,
+        plain_over_plaintext: bool = False,
     ) -> None:
         self.host = host
         self.listeners = tuple(listeners or (Listener(PLAINTEXT, "", port),))
         check_tls(self.listeners, tls)
         check_sasl(sasl_mechanisms)
         self._sasl = (
-            SaslSettings(tuple(sasl_mechanisms), Credentials(runtime.metadata_store()))
+            SaslSettings(
+                tuple(sasl_mechanisms),
+                Credentials(runtime.metadata_store()),
+                plain_over_plaintext=plain_over_plaintext,
+            )
             if any(listener.sasl for listener in self.listeners)
             else None
         )
@@ -141,6 +146,7 @@ def run(
     listeners: Sequence[Listener] | None = None,
     tls: TlsConfig | None = None,
     sasl_mechanisms: Sequence[str] = SCRAM,
+    plain_over_plaintext: bool = False,
 ) -> None:
     """``tidelog agent``: find the cluster's bucket and table (unless the environment names
     them), serve until SIGINT or SIGTERM."""
@@ -173,6 +179,7 @@ def run(
         listeners=listeners,
         tls=tls,
         sasl_mechanisms=sasl_mechanisms,
+        plain_over_plaintext=plain_over_plaintext,
     )
     agent.start()
     collector.freeze_startup_objects()
@@ -199,11 +206,11 @@ def check_tls(listeners: Sequence[Listener], tls: TlsConfig | None) -> None:
 
 
 def check_sasl(mechanisms: Sequence[str]) -> None:
-    unknown = [m for m in mechanisms if m not in SCRAM]
+    unknown = [m for m in mechanisms if m not in MECHANISMS]
     if unknown or not mechanisms:
         raise ListenerError(
             f"sasl.enabled.mechanisms: {', '.join(unknown) or 'none'}; the agent offers "
-            f"{', '.join(SCRAM)}"
+            f"{', '.join(MECHANISMS)}"
         )
 
 

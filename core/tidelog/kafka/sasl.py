@@ -32,12 +32,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from tidelog.kafka.codec import NONE, Answer, Request, code
+from tidelog.kafka.plain import PLAIN, PREFERRED, PlainExchange
 from tidelog.kafka.principals import ANONYMOUS, USER
-from tidelog.kafka.scram import MIN_ITERATIONS, Credential, Credentials, ScramError, ScramExchange
+from tidelog.kafka.scram import MIN_ITERATIONS, Credential, Credentials, LoginError, ScramExchange
 
 log = logging.getLogger(__name__)
 
 SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+MECHANISMS = (*SCRAM, PLAIN)
 FAILURE_DELAY_S = 0.1  # Kafka's connection.failed.authentication.delay.ms
 MAX_FAILURE_DELAY_S = 5.0
 FAILURE_WINDOW_S = 60.0
@@ -74,6 +76,7 @@ class SaslSettings:
     failures: FailedLogins = field(default_factory=FailedLogins)
     # Made-up credentials for unknown users derive from it: the same on every connection.
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    plain_over_plaintext: bool = False  # PLAIN without TLS, which sends passwords in the clear
 
 
 @dataclass(frozen=True)
@@ -86,17 +89,22 @@ class Step:
 class Authenticator:
     """One connection's SASL state: handshake, then the mechanism's exchange."""
 
-    def __init__(self, settings: SaslSettings) -> None:
+    def __init__(self, settings: SaslSettings, *, encrypted: bool) -> None:
         self._settings = settings
+        self._offered = [
+            m
+            for m in settings.mechanisms
+            if m != PLAIN or encrypted or settings.plain_over_plaintext
+        ]
         self._mechanism: str | None = None
-        self._exchange: ScramExchange | None = None
+        self._exchange: ScramExchange | PlainExchange | None = None
         self.principal = ANONYMOUS
         self.authenticated = False
         self.raw = False
 
     def handshake(self, request: Request) -> Step:
         mechanism = str(request.body.mechanism)
-        enabled = list(self._settings.mechanisms)
+        enabled = list(self._offered)
         if self.authenticated or self._mechanism is not None:
             error: str | None = "ILLEGAL_SASL_STATE"
         elif mechanism not in enabled:
@@ -107,12 +115,25 @@ class Authenticator:
             return Step({"error_code": code(error), "mechanisms": enabled}, closes=True)
         self._mechanism = mechanism
         self.raw = request.api_version == 0  # tokens follow bare, not in SaslAuthenticate
+        self._exchange = self._exchange_of(mechanism)
+        return Step({"error_code": NONE, "mechanisms": enabled})
+
+    def _exchange_of(self, mechanism: str) -> ScramExchange | PlainExchange:
         credentials, secret = self._settings.credentials, self._settings.secret
-        self._exchange = ScramExchange(
+        if mechanism == PLAIN:
+
+            def either(user: str) -> tuple[str, Credential]:
+                for scram in PREFERRED:
+                    found = credentials.get(scram, user)
+                    if found is not None:
+                        return scram, found
+                return PREFERRED[0], made_up(secret, PREFERRED[0], user)
+
+            return PlainExchange(either)
+        return ScramExchange(
             mechanism,
             lambda user: credentials.get(mechanism, user) or made_up(secret, mechanism, user),
         )
-        return Step({"error_code": NONE, "mechanisms": enabled})
 
     def authenticate(self, request: Request) -> Step:
         """SaslAuthenticate (after a v1 handshake): one token of the exchange."""
@@ -140,7 +161,7 @@ class Authenticator:
         assert self._exchange is not None
         try:
             answer, done = self._exchange.step(token)
-        except ScramError as exc:
+        except LoginError as exc:
             # The log says why (the client is told only that it failed).
             log.info("SASL %s login of %r failed: %s", self._mechanism, self._exchange.user, exc)
             return None, self._settings.failures.record(self._exchange.user or "")
@@ -162,6 +183,7 @@ class Authenticator:
 
 def made_up(secret: bytes, mechanism: str, user: str) -> Credential:
     """Credentials no password matches, for a user who has none: the same salt for a user on
-    every attempt (a salt that changed would give the unknown user away)."""
+    every attempt (a salt that changed would give the unknown user away), and the usual
+    iterations, so checking a PLAIN password costs what it costs for a real user."""
     seed = hmac.new(secret, f"{mechanism}#{user}".encode(), hashlib.sha256)
-    return Credential(seed.digest()[:16], secrets.token_bytes(32), b"", MIN_ITERATIONS)
+    return Credential(seed.digest()[:16], secrets.token_bytes(64), b"", MIN_ITERATIONS)

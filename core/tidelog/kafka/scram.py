@@ -79,8 +79,8 @@ class Credential:
         return cls.from_salted(mechanism, salt, salted, iterations)
 
 
-class ScramError(Exception):
-    """The exchange failed: a malformed message, an unknown user or a wrong proof (which the
+class LoginError(Exception):
+    """A login failed: a malformed message, an unknown user or a wrong secret (which the
     client is never told apart)."""
 
 
@@ -118,28 +118,28 @@ class ScramExchange:
         self._first_bare = self._server_first = self._nonce = ""
 
     def step(self, token: bytes) -> tuple[bytes, bool]:
-        """The answer to ``token``, and whether the login is complete; ScramError if not."""
+        """The answer to ``token``, and whether the login is complete; LoginError if not."""
         try:
             message = token.decode()
         except UnicodeDecodeError as exc:
-            raise ScramError("a SCRAM message is UTF-8") from exc
+            raise LoginError("a SCRAM message is UTF-8") from exc
         self._round += 1
         if self._round == 1:
             return self._server_first_message(message), False
         if self._round == 2:
             return self._server_final_message(message), True
-        raise ScramError("SCRAM has two rounds")
+        raise LoginError("SCRAM has two rounds")
 
     def _server_first_message(self, message: str) -> bytes:
         first = _CLIENT_FIRST.fullmatch(message)
         if first is None:
-            raise ScramError("malformed client-first message")
+            raise LoginError("malformed client-first message")
         self.user = first["name"].replace("=2C", ",").replace("=3D", "=")
         if first["authzid"] and first["authzid"] != first["name"]:
-            raise ScramError("an authorization id other than the user name")
+            raise LoginError("an authorization id other than the user name")
         credential = self._lookup(self.user)
         if credential is None:
-            raise ScramError(f"no credential for {self.user!r}")
+            raise LoginError(f"no credential for {self.user!r}")
         self._credential = credential
         self._first_bare = first["bare"]
         self._nonce = first["nonce"] + self._server_nonce()
@@ -150,20 +150,20 @@ class ScramExchange:
     def _server_final_message(self, message: str) -> bytes:
         final = _CLIENT_FINAL.fullmatch(message)
         if final is None or self._credential is None:
-            raise ScramError("malformed client-final message")
+            raise LoginError("malformed client-final message")
         if not final["nonce"].endswith(self._nonce):  # Kafka's test, not equality
-            raise ScramError("the final nonce is not the server's")
+            raise LoginError("the final nonce is not the server's")
         auth = f"{self._first_bare},{self._server_first},{final['without_proof']}".encode()
         try:
             proof = base64.b64decode(final["proof"], validate=True)
         except binascii.Error as exc:
-            raise ScramError("the proof is not base64") from exc
+            raise LoginError("the proof is not base64") from exc
         signature = hmac.new(self._credential.stored_key, auth, self._digest).digest()
         if len(proof) != len(signature):
-            raise ScramError("a proof of the wrong length")
+            raise LoginError("a proof of the wrong length")
         client_key = bytes(a ^ b for a, b in zip(signature, proof, strict=True))
         if not hmac.compare_digest(self._digest(client_key).digest(), self._credential.stored_key):
-            raise ScramError("invalid client proof")
+            raise LoginError("invalid client proof")
         server_signature = hmac.new(self._credential.server_key, auth, self._digest).digest()
         return b"v=" + base64.b64encode(server_signature)
 

@@ -132,7 +132,11 @@ class KafkaServer:
         self._connections[task] = writer
         peer = writer.get_extra_info("peername")
         host = f"/{peer[0]}" if isinstance(peer, tuple) else ""
-        auth = Authenticator(self._sasl) if self._sasl is not None else None
+        auth = (
+            Authenticator(self._sasl, encrypted=self._tls is not None)
+            if self._sasl is not None
+            else None
+        )
         who = _Who(host, self.listener, principal, auth)
         answers: asyncio.Queue[_Pending | None] = asyncio.Queue(MAX_IN_FLIGHT)
         responder = asyncio.create_task(self._respond(answers, writer))
