@@ -14,6 +14,7 @@ import yaml
 from cfnlint.api import lint_file
 
 from tidelog import cli
+from tidelog.kafka.scram import SCRAM_PK
 from tidelog.local.template import Template
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,6 +82,9 @@ def test_the_task_role_may_do_what_the_request_functions_do_and_nothing_housekee
         assert theirs[0] <= mine[0], (function, theirs[0] - mine[0])
         assert theirs[1] <= mine[1], (function, theirs[1] - mine[1])
     assert "agents" in mine[1], "its own registry entry"
+    assert SCRAM_PK in mine[1], (
+        "SCRAM logins read the credentials, AlterUserScramCredentials writes"
+    )
     assert not mine[1] & {"gc"}, "garbage collection's queue is housekeeping's alone"
 
 
