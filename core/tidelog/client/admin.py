@@ -63,8 +63,8 @@ class Admin:
 
     def describe_topic(self, name: str, *, sizes: bool = False, create: bool = False) -> TopicInfo:
         """The topic and its partitions' offsets; ``sizes``: their sizes in bytes too (Kafka's
-        DescribeLogDirs), one index query per partition; ``create``: created first if it does
-        not exist and the cluster auto-creates topics (Kafka's Metadata, as producers ask)."""
+        DescribeLogDirs); ``create``: created first if it does not exist and the cluster
+        auto-creates topics (Kafka's Metadata, as producers ask)."""
         params = {"sizes": "true"} if sizes else {}
         if create:
             params["create"] = "true"
