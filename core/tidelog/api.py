@@ -65,6 +65,7 @@ TopicField = Annotated[str, WithJsonSchema({"type": "string", "pattern": TOPIC_P
 GroupId = Annotated[str, Path(pattern=ID_PATTERN, description="the group id")]
 MemberId = Annotated[str, Path(pattern=ID_PATTERN, description="the member id join answered")]
 TransactionalId = Annotated[str, Path(pattern=ID_PATTERN, description="the transactional id")]
+UserName = Annotated[str, Path(pattern=ID_PATTERN, description="the Kafka user's name")]
 
 
 class RequestModel(BaseModel):

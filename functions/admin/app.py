@@ -10,11 +10,16 @@ PATCH  /v1/topics/{topic}/configs         set configs; null resets one to its de
 POST   /v1/topics/{topic}/partitions      grow to {"count"} partitions
 POST   /v1/topics/{topic}/delete-records  Kafka's DeleteRecords: each partition named now
                                           starts at its offset (-1: its high watermark)
+GET    /v1/users                          Kafka users: each one's SCRAM mechanisms
+PUT    /v1/users/{user}                   set a user's password {"password", "mechanism",
+                                          "iterations"} (salted here; only keys are stored)
+DELETE /v1/users/{user}                   delete a user's credentials (?mechanism=: one)
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import secrets
+from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import Response
@@ -23,7 +28,8 @@ from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from tidelog import api, runtime
-from tidelog.errors import TidelogError
+from tidelog.credentials import MAX_ITERATIONS, MIN_ITERATIONS, Credential, Credentials
+from tidelog.errors import NotFoundError, TidelogError
 from tidelog.log import configs as topic_configs
 from tidelog.log.head import read_heads, size
 from tidelog.log.lifecycle import retention
@@ -250,6 +256,73 @@ def delete_records(topic: api.TopicName, body: DeleteRecords) -> Response[str]:
     return api.json_response(
         200, DeleteRecordsResult(partitions=results).model_dump(exclude_none=True)
     )
+
+
+# -- Kafka users (SCRAM credentials, docs/security.md) ----------------------------------------
+
+Mechanism = Literal["SCRAM-SHA-256", "SCRAM-SHA-512"]
+SALT_BYTES = 16
+
+
+class SetPassword(api.RequestModel):
+    password: Annotated[str, Field(min_length=1, max_length=1024)]
+    mechanism: Mechanism = "SCRAM-SHA-512"
+    iterations: Annotated[int, Field(ge=MIN_ITERATIONS, le=MAX_ITERATIONS), api.INTEGRAL] = 8192
+
+
+class UserCredential(BaseModel):
+    mechanism: str
+    iterations: int
+
+
+class KafkaUser(BaseModel):
+    name: str
+    credentials: list[UserCredential]
+
+
+class UserList(BaseModel):
+    users: list[KafkaUser]
+
+
+class UnknownUserError(NotFoundError):
+    default_kafka_error = "RESOURCE_NOT_FOUND"
+
+
+def _user(name: str, listed: dict[str, list[tuple[str, int]]]) -> KafkaUser:
+    return KafkaUser(
+        name=name,
+        credentials=[UserCredential(mechanism=m, iterations=i) for m, i in listed.get(name, [])],
+    )
+
+
+@app.get("/v1/users", summary="List Kafka users and their SCRAM mechanisms")
+def list_users() -> UserList:
+    listed = Credentials(runtime.metadata_store()).listed()
+    return UserList(users=[_user(name, listed) for name in sorted(listed)])
+
+
+@app.put("/v1/users/<user>", summary="Set a Kafka user's SCRAM password")
+def set_password(user: api.UserName, body: SetPassword) -> KafkaUser:
+    """The password is salted here, as a Kafka admin client salts it before
+    AlterUserScramCredentials; only the keys derived from it are stored."""
+    credentials = Credentials(runtime.metadata_store())
+    salt = secrets.token_bytes(SALT_BYTES)
+    derived = Credential.from_password(body.mechanism, body.password, salt, body.iterations)
+    credentials.apply([credentials.put(body.mechanism, user, derived)])
+    return _user(user, credentials.listed())
+
+
+@app.delete("/v1/users/<user>", summary="Delete a Kafka user's SCRAM credentials")
+def delete_user(
+    user: api.UserName,
+    mechanism: Annotated[Mechanism | None, Query(description="only this one")] = None,
+) -> KafkaUser:
+    credentials = Credentials(runtime.metadata_store())
+    held = [m for m, _ in credentials.listed().get(user, []) if mechanism in (None, m)]
+    if not held:
+        raise UnknownUserError(f"user {user!r} has no {mechanism or 'SCRAM'} credential")
+    credentials.apply([credentials.delete(m, user) for m in held])
+    return _user(user, credentials.listed())
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -14,7 +14,7 @@ import yaml
 from cfnlint.api import lint_file
 
 from tidelog import cli
-from tidelog.kafka.scram import SCRAM_PK
+from tidelog.credentials import SCRAM_PK
 from tidelog.local.template import Template
 
 ROOT = Path(__file__).resolve().parents[2]

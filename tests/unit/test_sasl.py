@@ -8,6 +8,7 @@ import types
 
 from kafka.net.sasl.scram import ScramClient
 
+from tidelog.credentials import Credential, Credentials
 from tidelog.kafka.codec import NONE, code
 from tidelog.kafka.sasl import (
     FAILURE_DELAY_S,
@@ -17,7 +18,6 @@ from tidelog.kafka.sasl import (
     FailedLogins,
     SaslSettings,
 )
-from tidelog.kafka.scram import Credential, Credentials
 from tidelog.storage.memory import MemoryMetadataStore
 
 

@@ -12,11 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.net.sasl.scram import ScramClient
 
+from tidelog.credentials import MECHANISMS, Credential, Credentials
 from tidelog.kafka.codec import code
 from tidelog.kafka.scram import (
-    MECHANISMS,
-    Credential,
-    Credentials,
     LoginError,
     ScramExchange,
     alter,

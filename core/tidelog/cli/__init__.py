@@ -19,6 +19,7 @@ from tidelog.cli import (
     records,
     topics,
     transactions,
+    users,
 )
 from tidelog.errors import TidelogError
 
@@ -145,6 +146,7 @@ def parser() -> argparse.ArgumentParser:
     records.add_commands(commands)
     groups.add_commands(commands)
     transactions.add_commands(commands)
+    users.add_commands(commands)
     bench.add_commands(commands)
     doctor.add_command(commands)
     console.add_command(commands)
@@ -227,6 +229,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "consume": records.run,
     "group": groups.run,
     "txn": transactions.run,
+    "user": users.run,
     "bench": bench.run,
     "doctor": doctor.run,
     "console": console.run,

@@ -43,6 +43,24 @@ class TopicInfo:
 
 
 @dataclass(frozen=True)
+class UserCredential:
+    mechanism: str
+    iterations: int
+
+
+@dataclass(frozen=True)
+class KafkaUser:
+    """A user Kafka clients log in as (SASL/SCRAM, PLAIN): each mechanism and its iterations."""
+
+    name: str
+    credentials: tuple[UserCredential, ...]
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> KafkaUser:
+        return cls(body["name"], tuple(UserCredential(**c) for c in body["credentials"]))
+
+
+@dataclass(frozen=True)
 class OffsetAt:
     """ListOffsets' answer: the offset, and the timestamp of its record (-1 when none)."""
 
@@ -114,6 +132,29 @@ class Admin:
         Kafka's ListOffsets answers)."""
         answer = self.http.get(f"/v1/topics/{_seg(topic)}/partitions/{partition}/offsets", at=at)
         return OffsetAt(answer["offset"], answer["timestamp"])
+
+    def list_users(self) -> list[KafkaUser]:
+        return [KafkaUser.from_json(u) for u in self.http.get("/v1/users")["users"]]
+
+    def set_password(
+        self,
+        user: str,
+        password: str,
+        *,
+        mechanism: str = "SCRAM-SHA-512",
+        iterations: int = 8192,
+    ) -> KafkaUser:
+        """Make ``user`` log in with ``password`` (Kafka's AlterUserScramCredentials, over
+        the signed API: the way in before any Kafka user exists). The server salts it."""
+        body = {"password": password, "mechanism": mechanism, "iterations": iterations}
+        answer = self.http.request("PUT", f"/v1/users/{_seg(user)}", json=body)
+        return KafkaUser.from_json(answer.json())
+
+    def delete_user(self, user: str, mechanism: str | None = None) -> KafkaUser:
+        """Remove the user's credentials (one mechanism's, if named); what is left."""
+        params = {"mechanism": mechanism} if mechanism else {}
+        answer = self.http.request("DELETE", f"/v1/users/{_seg(user)}", params=params)
+        return KafkaUser.from_json(answer.json())
 
     def cluster(self) -> dict[str, Any]:
         result: dict[str, Any] = self.http.get("/v1/cluster")

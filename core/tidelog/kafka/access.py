@@ -16,6 +16,7 @@ none is set; AlterClientQuotas refuses each entry with a message that says so (d
 from __future__ import annotations
 
 from tidelog import runtime
+from tidelog.credentials import Credentials
 from tidelog.kafka import scram
 from tidelog.kafka.codec import NONE, Answer, Request, code, items
 
@@ -90,8 +91,8 @@ def sasl_authenticate(request: Request) -> Answer:
 
 
 def describe_user_scram_credentials(request: Request) -> Answer:
-    return scram.describe(request, scram.Credentials(runtime.metadata_store()))
+    return scram.describe(request, Credentials(runtime.metadata_store()))
 
 
 def alter_user_scram_credentials(request: Request) -> Answer:
-    return scram.alter(request, scram.Credentials(runtime.metadata_store()))
+    return scram.alter(request, Credentials(runtime.metadata_store()))

@@ -17,12 +17,12 @@ import urllib.request
 from collections.abc import Sequence
 
 from tidelog import __version__, aws, clusters, collector, malloc, runtime
+from tidelog.credentials import Credentials
 from tidelog.kafka.handlers import Handlers
 from tidelog.kafka.listeners import PLAINTEXT, Listener, ListenerError
 from tidelog.kafka.placement import owner, txn_key
 from tidelog.kafka.registry import Registry
 from tidelog.kafka.sasl import MECHANISMS, SCRAM, SaslSettings
-from tidelog.kafka.scram import Credentials
 from tidelog.kafka.server import KafkaServer
 from tidelog.kafka.tls import ServerTls, TlsConfig
 from tidelog.transactions.sweeper import TimeoutSweeper

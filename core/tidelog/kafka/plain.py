@@ -14,7 +14,8 @@ from __future__ import annotations
 import hmac
 from collections.abc import Callable
 
-from tidelog.kafka.scram import Credential, LoginError
+from tidelog.credentials import Credential
+from tidelog.kafka.scram import LoginError
 
 PLAIN = "PLAIN"
 # A credential of either SCRAM mechanism proves a password; the stronger is tried first.

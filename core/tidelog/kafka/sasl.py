@@ -31,10 +31,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from tidelog.credentials import MIN_ITERATIONS, Credential, Credentials
 from tidelog.kafka.codec import NONE, Answer, Request, code
 from tidelog.kafka.plain import PLAIN, PREFERRED, PlainExchange
 from tidelog.kafka.principals import ANONYMOUS, USER
-from tidelog.kafka.scram import MIN_ITERATIONS, Credential, Credentials, LoginError, ScramExchange
+from tidelog.kafka.scram import LoginError, ScramExchange
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
-"""SCRAM (RFC 5802, RFC 7677) as Kafka serves it: the server's side of the exchange, and
-credentials stored as Kafka stores them and managed with Kafka's own APIs,
-DescribeUserScramCredentials and AlterUserScramCredentials.
+"""SCRAM (RFC 5802, RFC 7677) as Kafka serves it: the server's side of the exchange, and the
+credentials managed with Kafka's own APIs, DescribeUserScramCredentials and
+AlterUserScramCredentials.
 
 The exchange follows Kafka's ``ScramSaslServer`` rather than a general SCRAM library, because
 Kafka's clients rely on where it is lenient: the client's final nonce need only *end with* the
@@ -8,14 +8,8 @@ server's (librdkafka before 2.6 sends its own nonce twice), extensions are accep
 (``tokenauth``, for delegation tokens, is not served), and user names are decoded from
 ``saslname`` without SASLprep. The proof is compared in constant time.
 
-Items::
-
-    ("scram", "<mechanism>#<user>")   salt, stored key, server key, iterations
-
-Never a password, nor the salted password a client sends (Kafka's AlterUserScramCredentials
-carries the salted password, so a server stores only what it derives from it: the stored key
-H(HMAC(salted, "Client Key")) and the server key HMAC(salted, "Server Key")). A stored key
-proves nothing to a client and lets nobody log in; it only checks a client's proof.
+Kafka's AlterUserScramCredentials carries a salted password; only what a server derives from
+it is stored (tidelog.credentials).
 
 The rules of an alteration are Kafka's (``ScramControlManager``): a user altered twice in one
 request is DUPLICATE_RESOURCE, an empty name UNACCEPTABLE_CREDENTIAL, an unknown mechanism
@@ -27,56 +21,24 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import hmac
 import re
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from tidelog.credentials import (
+    HASHES,
+    MAX_ITERATIONS,
+    MECHANISMS,
+    MIN_ITERATIONS,
+    SCRAM_PK,
+    TYPES,
+    Credential,
+    Credentials,
+    item_sk,
+)
 from tidelog.kafka.codec import NONE, Answer, Request, code, items
-from tidelog.storage import Delete, MetadataStore, Put, Write
-from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
-
-SCRAM_PK = "scram"
-MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}  # Kafka's ScramMechanism type bytes
-TYPES = {name: kind for kind, name in MECHANISMS.items()}
-HASHES: dict[str, Callable[..., hashlib._Hash]] = {
-    "SCRAM-SHA-256": hashlib.sha256,
-    "SCRAM-SHA-512": hashlib.sha512,
-}
-MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
-
-
-@dataclass(frozen=True)
-class Credential:
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-    iterations: int
-
-    @classmethod
-    def from_salted(
-        cls, mechanism: str, salt: bytes, salted_password: bytes, iterations: int
-    ) -> Credential:
-        """What a server keeps of a salted password (Kafka's ``ScramFormatter``)."""
-        digest = HASHES[mechanism]
-        client_key = hmac.new(salted_password, b"Client Key", digest).digest()
-        return cls(
-            salt,
-            digest(client_key).digest(),
-            hmac.new(salted_password, b"Server Key", digest).digest(),
-            iterations,
-        )
-
-    @classmethod
-    def from_password(
-        cls, mechanism: str, password: str, salt: bytes, iterations: int
-    ) -> Credential:
-        """As a client salts a password (Hi, RFC 5802) before sending it."""
-        name = HASHES[mechanism]().name
-        salted = hashlib.pbkdf2_hmac(name, password.encode(), salt, iterations)
-        return cls.from_salted(mechanism, salt, salted, iterations)
+from tidelog.storage import Delete, Write
 
 
 class LoginError(Exception):
@@ -177,58 +139,6 @@ def _server_nonce() -> str:
     return "".join(reversed(digits)) or "0"
 
 
-def item_sk(mechanism: str, user: str) -> str:
-    return f"{mechanism}#{user}"
-
-
-class Credentials:
-    """The cluster's SCRAM credentials, in its table."""
-
-    def __init__(self, meta: MetadataStore) -> None:
-        self._meta = meta
-
-    def get(self, mechanism: str, user: str) -> Credential | None:
-        item = self._meta.get(SCRAM_PK, item_sk(mechanism, user))
-        if item is None:
-            return None
-        return Credential(
-            _bytes(item["salt"]),
-            _bytes(item["stored_key"]),
-            _bytes(item["server_key"]),
-            int(str(item["iterations"])),
-        )
-
-    def put(self, mechanism: str, user: str, credential: Credential) -> Put:
-        return Put(
-            {
-                "pk": SCRAM_PK,
-                "sk": item_sk(mechanism, user),
-                "user": user,
-                "mechanism": mechanism,
-                "salt": _text(credential.salt),
-                "stored_key": _text(credential.stored_key),
-                "server_key": _text(credential.server_key),
-                "iterations": credential.iterations,
-            }
-        )
-
-    def listed(self) -> dict[str, list[tuple[str, int]]]:
-        """Each user with credentials: (mechanism, iterations) of each."""
-        users: dict[str, list[tuple[str, int]]] = {}
-        for item in self._meta.query(SCRAM_PK):
-            users.setdefault(str(item["user"]), []).append(
-                (str(item["mechanism"]), int(str(item["iterations"])))
-            )
-        return users
-
-    def exists(self, mechanism: str, user: str) -> bool:
-        return self._meta.get(SCRAM_PK, item_sk(mechanism, user)) is not None
-
-    def apply(self, writes: list[Write]) -> None:
-        for start in range(0, len(writes), MAX_TRANSACTION_WRITES):
-            self._meta.transact(writes[start : start + MAX_TRANSACTION_WRITES])
-
-
 def describe(request: Request, credentials: Credentials) -> Answer:
     """DescribeUserScramCredentials: every user with credentials (no names), or those named."""
     listed = credentials.listed()
@@ -327,11 +237,3 @@ def _result(user: str, error: str | None, message: str | None) -> Answer:
         "error_code": NONE if error is None else code(error),
         "error_message": message,
     }
-
-
-def _text(raw: bytes) -> str:
-    return base64.b64encode(raw).decode()
-
-
-def _bytes(value: object) -> bytes:
-    return base64.b64decode(str(value))
