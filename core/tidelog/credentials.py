@@ -30,6 +30,7 @@ HASHES: dict[str, Callable[..., hashlib._Hash]] = {
     "SCRAM-SHA-512": hashlib.sha512,
 }
 MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384
+DEFAULT_ITERATIONS = 8192  # the HTTP API's, and confluent-kafka's
 
 
 @dataclass(frozen=True)

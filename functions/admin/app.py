@@ -28,7 +28,13 @@ from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from tidelog import api, runtime
-from tidelog.credentials import MAX_ITERATIONS, MIN_ITERATIONS, Credential, Credentials
+from tidelog.credentials import (
+    DEFAULT_ITERATIONS,
+    MAX_ITERATIONS,
+    MIN_ITERATIONS,
+    Credential,
+    Credentials,
+)
 from tidelog.errors import NotFoundError, TidelogError
 from tidelog.log import configs as topic_configs
 from tidelog.log.head import read_heads, size
@@ -267,7 +273,9 @@ SALT_BYTES = 16
 class SetPassword(api.RequestModel):
     password: Annotated[str, Field(min_length=1, max_length=1024)]
     mechanism: Mechanism = "SCRAM-SHA-512"
-    iterations: Annotated[int, Field(ge=MIN_ITERATIONS, le=MAX_ITERATIONS), api.INTEGRAL] = 8192
+    iterations: Annotated[int, Field(ge=MIN_ITERATIONS, le=MAX_ITERATIONS), api.INTEGRAL] = (
+        DEFAULT_ITERATIONS
+    )
 
 
 class UserCredential(BaseModel):

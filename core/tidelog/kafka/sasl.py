@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tidelog.credentials import MIN_ITERATIONS, Credential, Credentials
+from tidelog.credentials import DEFAULT_ITERATIONS, Credential, Credentials
 from tidelog.kafka.codec import NONE, Answer, Request, code
 from tidelog.kafka.plain import PLAIN, PREFERRED, PlainExchange
 from tidelog.kafka.principals import ANONYMOUS, USER
@@ -184,7 +184,7 @@ class Authenticator:
 
 def made_up(secret: bytes, mechanism: str, user: str) -> Credential:
     """Credentials no password matches, for a user who has none: the same salt for a user on
-    every attempt (a salt that changed would give the unknown user away), and the usual
-    iterations, so checking a PLAIN password costs what it costs for a real user."""
+    every attempt (a salt that changed would give the unknown user away), and the iterations
+    users are given by default, which SCRAM's first answer shows and a PLAIN check pays for."""
     seed = hmac.new(secret, f"{mechanism}#{user}".encode(), hashlib.sha256)
-    return Credential(seed.digest()[:16], secrets.token_bytes(64), b"", MIN_ITERATIONS)
+    return Credential(seed.digest()[:16], secrets.token_bytes(64), b"", DEFAULT_ITERATIONS)
