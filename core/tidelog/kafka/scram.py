@@ -31,14 +31,12 @@ from tidelog.credentials import (
     MAX_ITERATIONS,
     MECHANISMS,
     MIN_ITERATIONS,
-    SCRAM_PK,
     TYPES,
     Credential,
     Credentials,
-    item_sk,
 )
 from tidelog.kafka.codec import NONE, Answer, Request, code, items
-from tidelog.storage import Delete, Write
+from tidelog.storage import Write
 
 
 class LoginError(Exception):
@@ -163,7 +161,7 @@ def describe(request: Request, credentials: Credentials) -> Answer:
 def alter(request: Request, credentials: Credentials) -> Answer:
     """AlterUserScramCredentials, checked as Kafka's controller checks it."""
     errors: dict[str, tuple[str, str]] = {}
-    deletions: dict[str, tuple[str, str]] = {}  # user -> (mechanism, sk)
+    deletions: dict[str, str] = {}  # user -> mechanism
     upsertions: dict[str, tuple[str, Credential]] = {}
     for deletion in items(request.body.deletions):
         user, kind = str(deletion.name), int(deletion.mechanism)
@@ -181,7 +179,7 @@ def alter(request: Request, credentials: Credentials) -> Answer:
         if problem is not None:
             errors[user] = problem
         else:
-            deletions[user] = (MECHANISMS[kind], item_sk(MECHANISMS[kind], user))
+            deletions[user] = MECHANISMS[kind]
     for upsertion in items(request.body.upsertions):
         user, kind = str(upsertion.name), int(upsertion.mechanism)
         if user in errors:
@@ -203,7 +201,7 @@ def alter(request: Request, credentials: Credentials) -> Answer:
                 int(upsertion.iterations),
             ),
         )
-    writes: list[Write] = [Delete(SCRAM_PK, sk) for _, sk in deletions.values()]
+    writes: list[Write] = [credentials.delete(m, user) for user, m in deletions.items()]
     writes += [credentials.put(mechanism, user, c) for user, (mechanism, c) in upsertions.items()]
     credentials.apply(writes)
     results = [_result(user, None, None) for user in (*deletions, *upsertions)]

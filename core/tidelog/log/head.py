@@ -16,7 +16,7 @@ instead of querying each partition's index. A head written before tidelog kept s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from tidelog.errors import ConflictError, TidelogError
@@ -156,18 +156,26 @@ def transact_with_head(
     meta: MetadataStore,
     pk: str,
     writes: Sequence[Write],
-    change: Callable[[Head], Head],
     *,
+    size_delta: int = 0,
+    start_at_least: int = 0,
     attempts: int = 5,
 ) -> None:
-    """``writes`` and the head as ``change`` makes it, in one transaction (the head's write
-    last). A commit moving the head meanwhile makes this read it again and retry; one of
-    ``writes`` failing raises ConditionFailedError with its position in ``writes``."""
+    """``writes`` and the head resized by ``size_delta`` and started at ``start_at_least`` or
+    later, in one transaction (the head's write last); ``writes`` alone, with no read of the
+    head, when neither changes it. A commit moving the head meanwhile makes this read it again
+    and retry; one of ``writes`` failing raises ConditionFailedError with its position."""
+    if size_delta == 0 and start_at_least == 0:
+        meta.transact(writes)
+        return
     for _ in range(attempts):
         head = Head.from_item(meta.get(pk, keys.HEAD_SK))
         if head is None:
             raise ValueError(f"{pk} has index entries but no head")
-        new = change(head)
+        new = replace(
+            head.resized(size_delta),
+            log_start_offset=max(head.log_start_offset, start_at_least),
+        )
         try:
             meta.transact([*writes, put_head(pk, new, head)] if new != head else writes)
         except ConditionFailedError as exc:

@@ -24,13 +24,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 
 from tidelog.errors import ConflictError
 from tidelog.log import garbage, keys
 from tidelog.log.aborted import aborted_between
 from tidelog.log.entries import LogEntry
-from tidelog.log.head import Head, read_head, transact_with_head
+from tidelog.log.head import read_head, transact_with_head
 from tidelog.log.lifecycle.roll import store_segment
 from tidelog.log.segment import SegmentBuilder, batches_from
 from tidelog.records import Record, RecordBatch, RecordBatchBuilder
@@ -233,7 +232,7 @@ def compact(
             for rewrite, new in chunk
         ]
         try:
-            transact_with_head(meta, pk, swaps, partial(Head.resized, delta=-freed))
+            transact_with_head(meta, pk, swaps, size_delta=-freed)
         except ConflictError:  # a swap's segment changed, or commits kept moving the head
             logger.info("compaction of %s lost to another job; the next pass looks again", pk)
             for _, new in chunk:

@@ -106,17 +106,16 @@ def _delete_chunk(meta: MetadataStore, pk: str, chunk: Sequence[LogEntry], attem
     new_start = chunk[-1].last_offset + 1
     freed = sum(e.size for e in chunk)
 
-    def change(head: Head) -> Head:
-        # DeleteRecords may have moved the start past them already: only their bytes go.
-        return replace(head.resized(-freed), log_start_offset=max(head.log_start_offset, new_start))
-
     # Each entry still the object planned: another pass may have deleted or compacted it.
     deletes = [
         Delete(pk, keys.index_sk(e.base_offset), Compare("object", "=", e.object_key))
         for e in chunk
     ]
     try:
-        transact_with_head(meta, pk, deletes, change, attempts=attempts)
+        # DeleteRecords may have moved the start past them already: only their bytes go.
+        transact_with_head(
+            meta, pk, deletes, size_delta=-freed, start_at_least=new_start, attempts=attempts
+        )
     except ConditionFailedError:
         logger.info("retention of %s lost to another pass", pk)
         return False

@@ -23,12 +23,11 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 
 from tidelog.errors import ConflictError
 from tidelog.log import garbage, keys
 from tidelog.log.entries import LogEntry, split_leftovers
-from tidelog.log.head import Head, transact_with_head
+from tidelog.log.head import transact_with_head
 from tidelog.log.scan import committed_batches
 from tidelog.log.segment import Segment, SegmentBuilder
 from tidelog.storage import (
@@ -174,7 +173,7 @@ def roll(
     # The same batches, re-based: the same bytes, so the head is written only if they differ.
     grown = stored.entry.size - sum(r.size for r in runs)
     try:
-        transact_with_head(meta, pk, writes, partial(Head.resized, delta=grown))
+        transact_with_head(meta, pk, writes, size_delta=grown)
     except ConflictError:
         logger.info("roll of %s from %d lost to another job", pk, first.base_offset)
         for key in stored.keys:
