@@ -49,6 +49,7 @@ CASES = [
 CORRELATION = 0x5EED
 ANSWER_S = 10  # nothing but a waiting request takes this long, on a loaded 2-core machine
 PATIENCE_S = 0.3  # how long a waiting request is waited for before its client leaves
+HUGE = bytes([0xFF, 0xFF, 0xFF, 0xFF, 0x0F])  # 2^32 - 1 as an unsigned varint
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +91,7 @@ def _frame(key: ApiKey, version: int, body: object) -> bytes:
 def mangled(draw: st.DrawFn, frame: bytes) -> bytes:
     """The frame (header kept, so the agent knows what it claims to be) damaged one way."""
     header = 8  # api key, version, correlation id
-    how = draw(st.sampled_from(["cut", "overwrite", "garbage", "whole"]))
+    how = draw(st.sampled_from(["cut", "overwrite", "huge", "garbage", "whole"]))
     if how == "cut":
         return frame[: draw(st.integers(header, max(header, len(frame) - 1)))]
     if how == "overwrite":
@@ -99,9 +100,28 @@ def mangled(draw: st.DrawFn, frame: bytes) -> bytes:
             if len(body) > header:
                 body[draw(st.integers(header, len(body) - 1))] = draw(st.integers(0, 255))
         return bytes(body)
+    if how == "huge":  # a length of 2^32 - 2, which kio would allocate before reading
+        at = draw(st.integers(header, len(frame)))
+        return frame[:at] + HUGE + frame[at + len(HUGE) :]
     if how == "garbage":
         return frame + draw(st.binary(min_size=1, max_size=64))
     return frame
+
+
+def test_an_array_announcing_more_than_the_frame_holds_closes_only_its_connection(agent):
+    """2^32 - 2 topics in a 30-byte Metadata: kio's native reader would allocate 34 GB for
+    them first, and a failed allocation aborts the process (tidelog.kafka.bounds)."""
+    host, port = agent.split(":")
+    schema = load_request_schema(ApiKey.METADATA, 12)
+    empty = schema(
+        topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+    )
+    header = _frame(ApiKey.METADATA, 12, empty)[:-4]  # its body: null, false, false, no tags
+    frame = header + HUGE + bytes(3)
+    with socket.create_connection((host, int(port)), timeout=ANSWER_S) as sock:
+        sock.sendall(struct.pack(">i", len(frame)) + frame)
+        assert sock.recv(4, socket.MSG_WAITALL) == b""
+    _still_answers(host, int(port))
 
 
 @pytest.mark.parametrize(("key", "version"), CASES)

@@ -32,6 +32,7 @@ from kio.serial._introspect import (  # kio's own classification of a schema fie
 from kio.static.primitive import i32
 
 from tidelog.errors import KAFKA_ERRORS
+from tidelog.kafka import bounds
 from tidelog.kafka.apis import API_VERSIONS, LEGACY_PRODUCE, ApiKey
 
 MAX_FRAME_BYTES = 100 * 1024 * 1024  # Kafka's socket.request.max.bytes
@@ -102,6 +103,8 @@ def decode_request(frame: bytes) -> Request:
         header, used = entity_reader(header_type)(frame, 0)
         if legacy:  # v3 is v0-2 with a nullable transactional id in front: read as one, null
             frame, used = _NULL_STRING + frame[used:], 0
+        elif schema.__flexible__:  # kio would size a compact array before reading it
+            bounds.check(schema, frame, used)
         body, _ = entity_reader(schema)(frame, used)
     except Exception as exc:  # kio raises its own and native errors alike on bad bytes
         raise FrameError(f"a malformed {api.name} v{version} request: {exc}") from exc
