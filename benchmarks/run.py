@@ -11,6 +11,7 @@ from pathlib import Path
 
 from benchmarks import (
     admin,
+    authorization,
     aws_latency,
     baselines,
     client,
@@ -42,6 +43,7 @@ MODULES = [
     kafka,
     admin,
     security,
+    authorization,
     transactions,
     client,
     console,

@@ -1,4 +1,4 @@
-"""Admin function: topics.
+"""Admin function: topics, Kafka users and ACLs.
 
 POST   /v1/topics                         create       {"name", "partitions", "configs"}
 GET    /v1/topics                         list
@@ -14,6 +14,12 @@ GET    /v1/users                          Kafka users: each one's SCRAM mechanis
 PUT    /v1/users/{user}                   set a user's password {"password", "mechanism",
                                           "iterations"} (salted here; only keys are stored)
 DELETE /v1/users/{user}                   delete a user's credentials (?mechanism=: one)
+GET    /v1/acls                           Kafka's ACLs (?principal=, ?resource_type=,
+                                          ?resource_name=: those only)
+POST   /v1/acls                           add an ACL {"resource_type", "resource_name",
+                                          "pattern_type", "principal", "host", "operation",
+                                          "permission"}
+DELETE /v1/acls                           remove the ACL its query names, field for field
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from tidelog import api, runtime
+from tidelog.acl_store import AclStore
+from tidelog.acls import Acl, Operation, PatternType, Permission, ResourceType
 from tidelog.credentials import (
     DEFAULT_ITERATIONS,
     MAX_ITERATIONS,
@@ -331,6 +339,138 @@ def delete_user(
         raise UnknownUserError(f"user {user!r} has no {mechanism or 'SCRAM'} credential")
     credentials.apply([credentials.delete(m, user) for m in held])
     return _user(user, credentials.listed())
+
+
+# -- Kafka's ACLs (docs/security.md) ------------------------------------------------------------
+
+# Spelled out for the OpenAPI document and for mypy; tests/functional/test_acls_api.py keeps
+# them equal to tidelog.acls' names, which `tidelog acl` offers.
+ResourceName = Literal["topic", "group", "cluster", "transactional_id"]
+PatternName = Literal["literal", "prefixed"]
+OperationName = Literal[
+    "all",
+    "read",
+    "write",
+    "create",
+    "delete",
+    "alter",
+    "describe",
+    "cluster_action",
+    "describe_configs",
+    "alter_configs",
+    "idempotent_write",
+]
+PermissionName = Literal["allow", "deny"]
+Principal = Annotated[str, Field(pattern=r"^[^:]+:.+$", max_length=1024)]
+Host = Annotated[str, Field(min_length=1, max_length=255)]
+
+
+class KafkaAcl(api.RequestModel):
+    resource_type: ResourceName
+    resource_name: Annotated[str, Field(min_length=1, max_length=1024)]
+    pattern_type: PatternName = "literal"
+    principal: Annotated[Principal, Field(description="User:alice, or User:* for everyone")]
+    host: Annotated[Host, Field(description="a client address, or * for any")] = "*"
+    operation: OperationName
+    permission: PermissionName = "allow"
+
+    def acl(self) -> Acl:
+        acl = Acl(
+            ResourceType[self.resource_type.upper()],
+            self.resource_name,
+            PatternType[self.pattern_type.upper()],
+            self.principal,
+            self.host,
+            Operation[self.operation.upper()],
+            Permission[self.permission.upper()],
+        )
+        acl.validate()  # Kafka's rules: the cluster is "kafka-cluster", and so on
+        return acl
+
+    @classmethod
+    def of(cls, acl: Acl) -> KafkaAcl:
+        return cls(
+            resource_type=acl.resource_type.name.lower(),  # type: ignore[arg-type]
+            resource_name=acl.name,
+            pattern_type=acl.pattern_type.name.lower(),  # type: ignore[arg-type]
+            principal=acl.principal,
+            host=acl.host,
+            operation=acl.operation.name.lower(),  # type: ignore[arg-type]
+            permission=acl.permission.name.lower(),  # type: ignore[arg-type]
+        )
+
+
+class AclList(BaseModel):
+    acls: list[KafkaAcl]
+
+
+class UnknownAclError(NotFoundError):
+    default_kafka_error = "RESOURCE_NOT_FOUND"
+
+
+def _acls() -> AclStore:
+    return AclStore(runtime.metadata_store())
+
+
+@app.get("/v1/acls", summary="List Kafka's ACLs")
+def list_acls(
+    principal: Annotated[Principal | None, Query(description="only this principal's")] = None,
+    resource_type: Annotated[ResourceName | None, Query(description="only on this type")] = None,
+    resource_name: Annotated[str | None, Query(description="only with this name")] = None,
+) -> AclList:
+    listed = [KafkaAcl.of(acl) for acl in _acls().all()]
+    return AclList(
+        acls=[
+            a
+            for a in listed
+            if principal in (None, a.principal)
+            and resource_type in (None, a.resource_type)
+            and resource_name in (None, a.resource_name)
+        ]
+    )
+
+
+@app.post(
+    "/v1/acls",
+    summary="Add an ACL (agents apply it within 5 seconds)",
+    responses={
+        201: {
+            "description": "The ACL, stored (adding one that exists changes nothing)",
+            "content": {"application/json": {"model": KafkaAcl}},
+        }
+    },
+)
+def add_acl(body: KafkaAcl) -> Response[str]:
+    _acls().add([body.acl()])
+    return api.json_response(201, body.model_dump())
+
+
+@app.delete("/v1/acls", summary="Remove an ACL (agents stop applying it within 5 seconds)")
+def remove_acl(
+    *,
+    resource_type: Annotated[ResourceName, Query()],
+    resource_name: Annotated[str, Query(min_length=1, max_length=1024)],
+    principal: Annotated[Principal, Query()],
+    operation: Annotated[OperationName, Query()],
+    pattern_type: Annotated[PatternName, Query()] = "literal",
+    host: Annotated[Host, Query()] = "*",
+    permission: Annotated[PermissionName, Query()] = "allow",
+) -> KafkaAcl:
+    named = KafkaAcl(
+        resource_type=resource_type,
+        resource_name=resource_name,
+        pattern_type=pattern_type,
+        principal=principal,
+        host=host,
+        operation=operation,
+        permission=permission,
+    )
+    acl = named.acl()
+    store = _acls()
+    if acl not in store.all():
+        raise UnknownAclError(f"no such ACL: {named.model_dump()}")
+    store.remove([acl])
+    return named
 
 
 @logger.inject_lambda_context(clear_state=True)

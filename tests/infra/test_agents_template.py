@@ -14,6 +14,7 @@ import yaml
 from cfnlint.api import lint_file
 
 from tidelog import cli
+from tidelog.acl_store import ACL_PK
 from tidelog.credentials import SCRAM_PK
 from tidelog.local.template import Template
 
@@ -85,6 +86,7 @@ def test_the_task_role_may_do_what_the_request_functions_do_and_nothing_housekee
     assert SCRAM_PK in mine[1], (
         "SCRAM logins read the credentials, AlterUserScramCredentials writes"
     )
+    assert ACL_PK in mine[1], "the authorizer reads the ACLs, CreateAcls and DeleteAcls write"
     assert not mine[1] & {"gc"}, "garbage collection's queue is housekeeping's alone"
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tidelog.kafka.acls import (
+from tidelog.acls import (
     CLUSTER_NAME,
     WILDCARD,
     Acl,
@@ -20,6 +20,7 @@ from tidelog.kafka.acls import (
     Permission,
     ResourceType,
     authorize,
+    authorize_by_type,
 )
 
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER
@@ -348,4 +349,82 @@ def test_every_decision_is_kafkas_scans(acls, who, operation, resource_type, nam
     )
     assert ours == kafkas_scan(
         acls, who, "10.0.0.1", operation, resource_type, name, allow_if_no_acl
+    )
+
+
+# Kafka's authorizeByResourceType (BaseAuthorizerTest): whether any resource of a type allows.
+USER1, HOST1, HOST2 = "User:user1", "192.168.1.1", "192.168.1.2"
+
+
+def by_type(acls, operation, resource_type, host=HOST1):
+    return authorize_by_type(
+        acls, principal=USER1, host=host, operation=operation, resource_type=resource_type
+    )
+
+
+def test_by_type_a_deny_takes_precedence():
+    allow = acl(TOPIC, "sb1", LITERAL, USER1, Op.WRITE, ALLOW, HOST1)
+    deny = acl(TOPIC, "sb1", LITERAL, USER1, Op.WRITE, DENY, HOST1)
+    assert not by_type([], Op.WRITE, TOPIC)
+    assert by_type([allow], Op.WRITE, TOPIC)
+    assert not by_type([allow, deny], Op.WRITE, TOPIC)
+
+
+def test_by_type_a_prefixed_deny_dominates_the_names_under_it():
+    def group(name, permission):
+        return acl(GROUP, name, PREFIXED, USER1, Op.READ, permission, HOST1)
+
+    acls = [group("abcde", ALLOW)]
+    assert by_type(acls, Op.READ, GROUP)
+    acls.append(group("abcd", DENY))
+    assert not by_type(acls, Op.READ, GROUP)
+    acls.append(group("abc", ALLOW))
+    assert by_type(acls, Op.READ, GROUP)
+    acls.append(group("a", DENY))
+    assert not by_type(acls, Op.READ, GROUP)
+    acls.append(group("ab", ALLOW))
+    assert not by_type(acls, Op.READ, GROUP)
+
+
+def test_by_type_a_wildcard_deny_dominates_every_allow():
+    allow = acl(GROUP, "hello", PREFIXED, USER1, Op.WRITE, ALLOW, HOST1)
+    deny_all = acl(GROUP, WILDCARD, LITERAL, USER1, Op.WRITE, DENY, HOST1)
+    assert by_type([allow], Op.WRITE, GROUP)
+    assert not by_type([allow, deny_all], Op.WRITE, GROUP)
+    allow_all = acl(GROUP, WILDCARD, LITERAL, USER1, Op.WRITE, ALLOW, HOST1)
+    assert not by_type([allow, deny_all, allow_all], Op.WRITE, GROUP)
+
+
+def test_by_type_all_operations_and_unrelated_denies():
+    deny_write = acl(TOPIC, "sb1", LITERAL, USER1, Op.WRITE, DENY, HOST1)
+    allow_all = acl(TOPIC, "sb1", LITERAL, USER1, Op.ALL, ALLOW, HOST1)
+    assert by_type([deny_write, allow_all], Op.READ, TOPIC)
+    deny_all = acl(TOPIC, "sb1", LITERAL, USER1, Op.ALL, DENY, HOST1)
+    assert not by_type([deny_write, allow_all, deny_all], Op.READ, TOPIC)
+    # Another user's deny, another host's deny: neither dominates this caller's allow.
+    allow_h2 = acl(TOPIC, "sb2", LITERAL, USER1, Op.READ, ALLOW, HOST2)
+    others = [
+        acl(TOPIC, "sb2", LITERAL, "User:user2", Op.READ, DENY, HOST2),
+        acl(TOPIC, "sb2", LITERAL, USER1, Op.READ, DENY, HOST1),
+    ]
+    assert by_type([allow_h2, *others], Op.READ, TOPIC, host=HOST2)
+    assert not by_type([allow_h2, *others], Op.READ, TOPIC, host=HOST1)
+
+
+def test_by_type_super_users_and_no_acls_found():
+    assert authorize_by_type(
+        [],
+        principal=USER1,
+        host=HOST1,
+        operation=Op.WRITE,
+        resource_type=TOPIC,
+        super_users={USER1},
+    )
+    assert authorize_by_type(
+        [],
+        principal=USER1,
+        host=HOST1,
+        operation=Op.WRITE,
+        resource_type=TOPIC,
+        allow_if_no_acl=True,
     )

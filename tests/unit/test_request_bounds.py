@@ -11,10 +11,8 @@ abort no handler can catch).
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import io
 import struct
-import uuid
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,6 +26,7 @@ from kio.serial._introspect import (
     classify_field,
 )
 from kio.static.primitive import Records, i16, i32
+from tests.support.entities import one_of_everything
 
 from tidelog.kafka import bounds
 from tidelog.kafka.apis import API_VERSIONS, LEGACY_PRODUCE, ApiKey
@@ -80,38 +79,6 @@ def test_the_walk_ends_where_kio_ends(schema):
     agree()
 
 
-def _one_of_everything(entity_type: type) -> object:
-    """An entity whose every array holds one element, every string a character and every
-    nullable entity a value: each array length of the schema appears in its bytes."""
-    values = {}
-    for field in dataclasses.fields(entity_type):
-        kind = classify_field(field)
-        if isinstance(kind, EntityTupleField):
-            values[field.name] = (_one_of_everything(kind.type_),)
-        elif isinstance(kind, EntityField):
-            values[field.name] = _one_of_everything(kind.type_)
-        else:
-            value = _primitive(field.metadata["kafka_type"], kind.type_)
-            values[field.name] = (value,) if isinstance(kind, PrimitiveTupleField) else value
-    return entity_type(**values)
-
-
-def _primitive(kafka_type: str, python_type: type) -> object:
-    if kafka_type == "bool":
-        return True
-    if kafka_type == "uuid":
-        return uuid.UUID(int=7)
-    if kafka_type.startswith("timedelta"):
-        return datetime.timedelta(milliseconds=7)
-    if kafka_type == "records":
-        return Records(b"r")
-    if kafka_type == "bytes":
-        return b"b"
-    if kafka_type == "string":
-        return python_type("s")
-    return python_type(1.5 if kafka_type == "float64" else 1)
-
-
 def _arrays(entity_type: type) -> int:
     """How many array lengths a one-of-everything entity of this type writes."""
     count = 0
@@ -126,7 +93,7 @@ def _arrays(entity_type: type) -> int:
 
 @pytest.mark.parametrize("schema", FLEXIBLE)
 def test_a_huge_length_anywhere_is_refused_or_read_never_fatal(schema):
-    body = _body(schema, _one_of_everything(schema))
+    body = _body(schema, one_of_everything(schema))
     refused_by_the_bound = 0
     for at in range(len(body)):
         frame = _frame(schema, body[:at] + HUGE + body[at + len(HUGE) :])
@@ -142,7 +109,7 @@ def test_a_huge_length_anywhere_is_refused_or_read_never_fatal(schema):
 def test_a_tagged_field_is_walked_within_the_size_it_announces():
     schema = load_request_schema(ApiKey.FETCH, 17)
     tagged = {f.name: f.default for f in dataclasses.fields(schema) if "tag" in f.metadata}
-    untagged = dataclasses.replace(_one_of_everything(schema), **tagged)  # defaults: unwritten
+    untagged = dataclasses.replace(one_of_everything(schema), **tagged)  # defaults: unwritten
     body = bytearray(_body(schema, untagged))
     assert body[-1] == 0  # the request's own tagged fields: none
     replica_state = struct.pack(">iq", 1, 2) + b"\0"  # id, epoch, no tags of its own

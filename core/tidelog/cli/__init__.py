@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tidelog import __version__
 from tidelog.cli import (
+    acls,
     bench,
     chaos,
     console,
@@ -147,6 +148,7 @@ def parser() -> argparse.ArgumentParser:
     groups.add_commands(commands)
     transactions.add_commands(commands)
     users.add_commands(commands)
+    acls.add_commands(commands)
     bench.add_commands(commands)
     doctor.add_command(commands)
     console.add_command(commands)
@@ -214,6 +216,7 @@ def _agent(args: argparse.Namespace) -> int:
             tls=listening.tls_config(args),
             sasl_mechanisms=listening.sasl_mechanisms(args),
             plain_over_plaintext=args.sasl_plain_over_plaintext,
+            authorizer=listening.authorizer(args),
         )
     except (OSError, LookupError, ValueError, TidelogError) as exc:
         print(f"tidelog agent: {exc}", file=sys.stderr)
@@ -230,6 +233,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "group": groups.run,
     "txn": transactions.run,
     "user": users.run,
+    "acl": acls.run,
     "bench": bench.run,
     "doctor": doctor.run,
     "console": console.run,

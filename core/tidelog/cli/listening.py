@@ -10,6 +10,7 @@ from tidelog.kafka.listeners import CLIENT_AUTH, Listener, parse
 from tidelog.kafka.principals import DEFAULT_RULES
 
 if TYPE_CHECKING:
+    from tidelog.kafka.authorizer import AuthorizerSettings
     from tidelog.kafka.tls import TlsConfig
 
 
@@ -33,6 +34,28 @@ def add_options(command: argparse.ArgumentParser) -> None:
         default=env("TIDELOG_SASL_PLAIN_OVER_PLAINTEXT") == "true",
         help="offer PLAIN on SASL_PLAINTEXT listeners too, where passwords cross the network "
         "in the clear (default: PLAIN only over TLS)",
+    )
+    acls = command.add_argument_group("Authorization by Kafka's ACLs (docs/security.md)")
+    acls.add_argument(
+        "--authorizer",
+        choices=("none", "acls"),
+        default=env("TIDELOG_KAFKA_AUTHORIZER") or "none",
+        help="Kafka's authorizer.class.name: acls authorizes every request by the cluster's "
+        "ACLs; none lets every caller do everything (default $TIDELOG_KAFKA_AUTHORIZER, "
+        "else none)",
+    )
+    acls.add_argument(
+        "--super-users",
+        default=env("TIDELOG_SUPER_USERS") or "",
+        help="Kafka's super.users, allowed everything: User:admin;User:ops (default "
+        "$TIDELOG_SUPER_USERS)",
+    )
+    acls.add_argument(
+        "--allow-everyone-if-no-acl-found",
+        action="store_true",
+        default=env("TIDELOG_ALLOW_EVERYONE_IF_NO_ACL_FOUND") == "true",
+        help="Kafka's allow.everyone.if.no.acl.found: a resource with no ACL is open to all "
+        "(default: closed)",
     )
     tls = command.add_argument_group("TLS, for an SSL listener (PEM files, reloaded on change)")
     tls.add_argument(
@@ -62,6 +85,21 @@ def add_options(command: argparse.ArgumentParser) -> None:
         default=env("TIDELOG_SSL_PRINCIPAL_MAPPING_RULES") or DEFAULT_RULES,
         help="Kafka's ssl.principal.mapping.rules: client certificate subjects to principal "
         "names (default $TIDELOG_SSL_PRINCIPAL_MAPPING_RULES, else DEFAULT)",
+    )
+
+
+def authorizer(args: argparse.Namespace) -> AuthorizerSettings | None:
+    if args.authorizer == "none":
+        if args.super_users or args.allow_everyone_if_no_acl_found:
+            raise ValueError(
+                "--super-users and --allow-everyone-if-no-acl-found need --authorizer acls"
+            )
+        return None
+    from tidelog.kafka.authorizer import AuthorizerSettings, parse_super_users  # noqa: PLC0415
+
+    return AuthorizerSettings(
+        super_users=parse_super_users(args.super_users),
+        allow_everyone_if_no_acl_found=args.allow_everyone_if_no_acl_found,
     )
 
 

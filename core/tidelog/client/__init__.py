@@ -1,7 +1,14 @@
 """tidelog's Python client for the HTTP API (`pip install 'tidelog[client]'`): signed for the
 deployed stack, unsigned for `tidelog dev`. See docs/client.md."""
 
-from tidelog.client.admin import Admin, KafkaUser, OffsetAt, PartitionOffsets, TopicInfo
+from tidelog.client.admin import (
+    Admin,
+    KafkaAcl,
+    KafkaUser,
+    OffsetAt,
+    PartitionOffsets,
+    TopicInfo,
+)
 from tidelog.client.consumed import (
     OFFSET_BEGINNING,
     OFFSET_END,
@@ -27,6 +34,7 @@ __all__ = [
     "ConsumerRecord",
     "GroupMetadata",
     "Http",
+    "KafkaAcl",
     "KafkaUser",
     "OffsetAt",
     "OffsetToCommit",

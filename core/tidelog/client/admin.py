@@ -61,6 +61,27 @@ class KafkaUser:
 
 
 @dataclass(frozen=True)
+class KafkaAcl:
+    """One of Kafka's ACLs, in lower case as the API names them: ``KafkaAcl("topic",
+    "clicks", "User:alice", "read")`` lets alice read clicks from any host."""
+
+    resource_type: str  # topic, group, cluster (named kafka-cluster), transactional_id
+    resource_name: str
+    principal: str
+    operation: str  # read, write, create, delete, alter, describe, ..., all
+    permission: str = "allow"  # or deny, which wins
+    pattern_type: str = "literal"  # or prefixed: every name that starts with resource_name
+    host: str = "*"
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> KafkaAcl:
+        return cls(**body)
+
+    def as_json(self) -> dict[str, str]:
+        return dict(vars(self))
+
+
+@dataclass(frozen=True)
 class OffsetAt:
     """ListOffsets' answer: the offset, and the timestamp of its record (-1 when none)."""
 
@@ -155,6 +176,33 @@ class Admin:
         params = {"mechanism": mechanism} if mechanism else {}
         answer = self.http.request("DELETE", f"/v1/users/{_seg(user)}", params=params)
         return KafkaUser.from_json(answer.json())
+
+    def list_acls(
+        self,
+        *,
+        principal: str | None = None,
+        resource_type: str | None = None,
+        resource_name: str | None = None,
+    ) -> list[KafkaAcl]:
+        """The cluster's ACLs; with a principal, resource type or name, those only."""
+        wanted = (
+            ("principal", principal),
+            ("resource_type", resource_type),
+            ("resource_name", resource_name),
+        )
+        params = {name: value for name, value in wanted if value is not None}
+        answer = self.http.request("GET", "/v1/acls", params=params).json()
+        return [KafkaAcl.from_json(a) for a in answer["acls"]]
+
+    def add_acl(self, acl: KafkaAcl) -> KafkaAcl:
+        """Store ``acl`` (agents apply it within 5 seconds); adding one twice is one."""
+        return KafkaAcl.from_json(self.http.request("POST", "/v1/acls", json=acl.as_json()).json())
+
+    def remove_acl(self, acl: KafkaAcl) -> KafkaAcl:
+        """Remove ``acl``, named field for field (agents stop applying it within 5 seconds)."""
+        return KafkaAcl.from_json(
+            self.http.request("DELETE", "/v1/acls", params=acl.as_json()).json()
+        )
 
     def cluster(self) -> dict[str, Any]:
         result: dict[str, Any] = self.http.get("/v1/cluster")

@@ -17,7 +17,9 @@ import urllib.request
 from collections.abc import Sequence
 
 from tidelog import __version__, aws, clusters, collector, malloc, runtime
+from tidelog.acl_store import AclStore
 from tidelog.credentials import Credentials
+from tidelog.kafka.authorizer import Authorizer, AuthorizerSettings
 from tidelog.kafka.handlers import Handlers
 from tidelog.kafka.listeners import PLAINTEXT, Listener, ListenerError
 from tidelog.kafka.placement import owner, txn_key
@@ -51,8 +53,14 @@ class Agent:
         tls: TlsConfig | None = None,
         sasl_mechanisms: Sequence[str] = SCRAM,
         plain_over_plaintext: bool = False,
+        authorizer: AuthorizerSettings | None = None,
     ) -> None:
         self.host = host
+        self.authorizer = (
+            Authorizer(authorizer, AclStore(runtime.metadata_store()))
+            if authorizer is not None
+            else None
+        )
         self.listeners = tuple(listeners or (Listener(PLAINTEXT, "", port),))
         check_tls(self.listeners, tls)
         check_sasl(sasl_mechanisms)
@@ -109,7 +117,7 @@ class Agent:
     async def _listen(self) -> int:
         # Ports are known only once bound (port 0), and the registry must name them before
         # the first client is answered.
-        handlers = Handlers(self.registry)
+        handlers = Handlers(self.registry, self.authorizer)
         for listener in self.listeners:
             server = KafkaServer(
                 handlers,
@@ -147,6 +155,7 @@ def run(
     tls: TlsConfig | None = None,
     sasl_mechanisms: Sequence[str] = SCRAM,
     plain_over_plaintext: bool = False,
+    authorizer: AuthorizerSettings | None = None,
 ) -> None:
     """``tidelog agent``: find the cluster's bucket and table (unless the environment names
     them), serve until SIGINT or SIGTERM."""
@@ -180,6 +189,7 @@ def run(
         tls=tls,
         sasl_mechanisms=sasl_mechanisms,
         plain_over_plaintext=plain_over_plaintext,
+        authorizer=authorizer,
     )
     agent.start()
     collector.freeze_startup_objects()

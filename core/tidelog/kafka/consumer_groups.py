@@ -95,17 +95,7 @@ class ConsumerGroupHandlers:
             if group is None:
                 raise GroupNotFoundError(f"Group {name} is not a consumer group.")
         except TidelogError as exc:
-            return {
-                "error_code": exc.kafka_error.code,
-                "error_message": exc.message,
-                "group_id": name,
-                "group_state": "",
-                "group_epoch": 0,
-                "assignment_epoch": 0,
-                "assignor_name": "",
-                "members": [],
-                "authorized_operations": UNKNOWN_OPERATIONS,
-            }
+            return described_error(name, exc.kafka_error.code, exc.message)
         return {
             "error_code": NONE,
             "error_message": None,
@@ -150,3 +140,18 @@ def _topic_partitions(partitions: Partitions, names: dict[str, str]) -> list[Ans
 
 def _ms(value: Any) -> int:
     return int(value.total_seconds() * 1000)
+
+
+def described_error(name: str, error: int, message: str | None) -> Answer:
+    """ConsumerGroupDescribe's entry for a group it cannot describe."""
+    return {
+        "error_code": error,
+        "error_message": message,
+        "group_id": name,
+        "group_state": "",
+        "group_epoch": 0,
+        "assignment_epoch": 0,
+        "assignor_name": "",
+        "members": [],
+        "authorized_operations": UNKNOWN_OPERATIONS,
+    }

@@ -316,16 +316,8 @@ class GroupHandlers:
             if not group.exists and version >= NOT_FOUND_SINCE:
                 raise GroupNotFoundError(missing)
         except TidelogError as exc:
-            return {
-                "error_code": exc.kafka_error.code,
-                "error_message": exc.message,
-                "group_id": name,
-                "group_state": State.DEAD.value if isinstance(exc, GroupNotFoundError) else "",
-                "protocol_type": "",
-                "protocol_data": "",
-                "members": [],
-                "authorized_operations": -(2**31),
-            }
+            state = State.DEAD.value if isinstance(exc, GroupNotFoundError) else ""
+            return described_error(name, exc.kafka_error.code, exc.message, state)
         assignment = group.current_assignment() if group.state == State.STABLE else None
         patterns = any(m.topic_pattern is not None for m in group.members.values())
         names = sorted(self._coordinator().topic_sizes()) if patterns else []
@@ -493,3 +485,17 @@ def _illegal_generation(generation: int, group: Group) -> TidelogError:
     return IllegalGenerationError(
         f"generation {generation} is ahead of the group's {group.generation}"
     )
+
+
+def described_error(name: str, error: int, message: str | None, state: str = "") -> Answer:
+    """DescribeGroups' entry for a group it cannot describe."""
+    return {
+        "error_code": error,
+        "error_message": message,
+        "group_id": name,
+        "group_state": state,
+        "protocol_type": "",
+        "protocol_data": "",
+        "members": [],
+        "authorized_operations": -(2**31),
+    }

@@ -8,6 +8,7 @@ blocking, and a Lambda function calls the same code the same way.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -15,8 +16,9 @@ from typing import Any
 
 from tidelog import runtime
 from tidelog.errors import TidelogError
-from tidelog.kafka import access, admin, configs, producers, replicas
+from tidelog.kafka import access, admin, authorization, configs, producers, replicas
 from tidelog.kafka.apis import API_VERSIONS, LEGACY_PRODUCE, ApiKey
+from tidelog.kafka.authorizer import Access, Authorizer
 from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
 from tidelog.kafka.consumer_groups import ConsumerGroupHandlers
 from tidelog.kafka.groups import GroupHandlers
@@ -52,10 +54,12 @@ PARTITION_READS = 16
 
 
 class Handlers:
-    """``brokers`` is this agent and the live ones beside it, which clients are shown."""
+    """``brokers`` is this agent and the live ones beside it, which clients are shown; with an
+    ``authorizer``, every request passes its API's gate (tidelog.kafka.authorization)."""
 
-    def __init__(self, brokers: Brokers) -> None:
+    def __init__(self, brokers: Brokers, authorizer: Authorizer | None = None) -> None:
         self.brokers = brokers
+        self.authorizer = authorizer
         self._watcher = HighWatermarkWatcher(_high_watermarks)
         # A fetch's partitions are read at once: each read is a few round trips to DynamoDB
         # and S3, and a consumer waits for the slowest partition of its fetch, not their sum.
@@ -108,9 +112,9 @@ class Handlers:
             ApiKey.ELECT_LEADERS: replicas.elect_leaders,
             ApiKey.ALTER_PARTITION_REASSIGNMENTS: replicas.alter_partition_reassignments,
             ApiKey.LIST_PARTITION_REASSIGNMENTS: replicas.list_partition_reassignments,
-            ApiKey.DESCRIBE_ACLS: access.describe_acls,
-            ApiKey.CREATE_ACLS: access.create_acls,
-            ApiKey.DELETE_ACLS: access.delete_acls,
+            ApiKey.DESCRIBE_ACLS: lambda r: access.describe_acls(r, authorizer),
+            ApiKey.CREATE_ACLS: lambda r: access.create_acls(r, authorizer),
+            ApiKey.DELETE_ACLS: lambda r: access.delete_acls(r, authorizer),
             ApiKey.DESCRIBE_CLIENT_QUOTAS: access.describe_client_quotas,
             ApiKey.ALTER_CLIENT_QUOTAS: access.alter_client_quotas,
             ApiKey.SASL_HANDSHAKE: access.sasl_handshake,
@@ -130,9 +134,12 @@ class Handlers:
         """Answer ``request``. ``queued`` is called once a produce's batches are queued in the
         group commit, whose order is theirs from then on: the connection's next request may
         start (see tidelog.kafka.server). Other requests take effect only when answered."""
+        call = self._apis[request.api_key]
         if request.api_key == ApiKey.PRODUCE:
-            return self.produce(request, queued)
-        return self._apis[request.api_key](request)
+            call = functools.partial(self.produce, queued=queued)
+        if self.authorizer is None:
+            return call(request)
+        return authorization.authorize(request, Access(self.authorizer, request), call)
 
     # ApiVersions -------------------------------------------------------------------------
 

@@ -70,7 +70,7 @@ class MetadataHandlers:
             error = code("INVALID_REQUEST")  # Kafka's answer to the whole request, per topic
             return {
                 "throttle_time": 0,
-                "topics": [_no_topic(name, error) for name in named],
+                "topics": [no_topic(name, error) for name in named],
                 "next_cursor": None,
             }
         listed = {t.name: t for t in runtime.topics().list()}
@@ -85,7 +85,7 @@ class MetadataHandlers:
                 break
             topic = listed.get(name)
             if topic is None:
-                topics.append(_no_topic(name, code("UNKNOWN_TOPIC_OR_PARTITION")))
+                topics.append(no_topic(name, code("UNKNOWN_TOPIC_OR_PARTITION")))
                 continue
             first = int(cursor.partition_index) if cursor is not None and name == start else 0
             shown = topic_metadata(topic, nodes, first, room)
@@ -209,7 +209,9 @@ def controller(nodes: tuple[Node, ...]) -> int:
     return min(node.node_id for node in nodes)
 
 
-def _no_topic(name: str, error: int) -> Answer:
+def no_topic(name: str | None, error: int) -> Answer:
+    """A topic answered with an error and the zero id: unknown, or hidden from the caller (a
+    name is null where an id named it)."""
     return {
         "error_code": error,
         "name": name,

@@ -139,9 +139,9 @@ class TransactionHandlers:
             try:
                 txn = self._coordinator().describe(str(transactional_id))
             except TidelogError as exc:
-                states.append(_described(str(transactional_id), None, exc.kafka_error.code))
+                states.append(described(str(transactional_id), None, exc.kafka_error.code))
                 continue
-            states.append(_described(str(transactional_id), txn, NONE))
+            states.append(described(str(transactional_id), txn, NONE))
         return {"throttle_time": 0, "transaction_states": states}
 
     def list_transactions(self, request: Request) -> Answer:
@@ -231,7 +231,7 @@ def _offsets_answer(
     }
 
 
-def _described(transactional_id: str, txn: Txn | None, error: int) -> Answer:
+def described(transactional_id: str, txn: Txn | None, error: int) -> Answer:
     if txn is None:
         return {
             "error_code": error,

@@ -106,6 +106,8 @@ def _statuses(path: str, method: str) -> dict[str, str]:
     wanted = dict(_ALWAYS)
     if "{" in path:
         wanted["404"] = "The topic, partition, group or member does not exist"
+    if path == "/v1/acls" and method == "delete":
+        wanted["404"] = "No such ACL (RESOURCE_NOT_FOUND)"
     if method != "get":
         wanted["409"] = (
             "The state the request depends on moved on (TOPIC_ALREADY_EXISTS, "

@@ -1,6 +1,7 @@
 // The console's router: plain modules, no build step. Every API call goes through the console's
 // own same-origin proxy (api.js), which signs it; the browser never holds keys.
 
+import { accessScreen } from "./access.js";
 import { groupScreen, groupsScreen } from "./groups.js";
 import { messagesScreen } from "./messages.js";
 import { topicsScreen } from "./topics.js";
@@ -12,13 +13,14 @@ const SCREENS = [
   [/^#\/topics\/(.+)$/, (match, live) => messagesScreen(screen, decodeURIComponent(match[1]), live)],
   [/^#\/groups\/(.+)$/, (match, live) => groupScreen(screen, decodeURIComponent(match[1]), live)],
   [/^#\/groups$/, () => groupsScreen(screen)],
+  [/^#\/access$/, () => accessScreen(screen)],
   [/^(#\/topics)?$/, () => topicsScreen(screen)],
 ];
 
 function route() {
   const mine = ++shown;
   const live = () => mine === shown;
-  const section = location.hash.startsWith("#/groups") ? "#/groups" : "#/topics";
+  const section = ["#/groups", "#/access"].find((s) => location.hash.startsWith(s)) ?? "#/topics";
   for (const link of document.querySelectorAll("nav a")) {
     if (link.getAttribute("href") === section) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");

@@ -74,6 +74,23 @@ class Permission(enum.IntEnum):
     ALLOW = 3
 
 
+# What the HTTP API and ``tidelog acl`` take, in lower case: every operation an ACL on a topic,
+# group, transactional id or the cluster may name (delegation tokens' are not served).
+OPERATION_NAMES = (
+    "all",
+    "read",
+    "write",
+    "create",
+    "delete",
+    "alter",
+    "describe",
+    "cluster_action",
+    "describe_configs",
+    "alter_configs",
+    "idempotent_write",
+)
+RESOURCE_TYPE_NAMES = ("topic", "group", "cluster", "transactional_id")
+
 IMPLIES_DESCRIBE = frozenset(
     {Operation.DESCRIBE, Operation.READ, Operation.WRITE, Operation.DELETE, Operation.ALTER}
 )
@@ -205,3 +222,61 @@ def _grants(acl: Acl, wanted: Operation) -> bool:
     if wanted == Operation.DESCRIBE_CONFIGS:
         return acl.operation in IMPLIES_DESCRIBE_CONFIGS
     return False
+
+
+def authorize_by_type(
+    acls: Iterable[Acl],
+    *,
+    principal: str,
+    host: str,
+    operation: Operation,
+    resource_type: ResourceType,
+    super_users: Collection[str] = (),
+    allow_if_no_acl: bool = False,
+) -> bool:
+    """Whether some resource of the type allows ``operation`` (Kafka's
+    ``Authorizer.authorizeByResourceType``): what lets a producer with WRITE on any topic be
+    idempotent without IDEMPOTENT_WRITE on the cluster (KIP-679)."""
+    acls = list(acls)
+    if authorize(
+        acls,
+        principal=principal,
+        host=host,
+        operation=operation,
+        resource_type=resource_type,
+        name="hardcode",  # Kafka's: super users and allow_if_no_acl answer for any name
+        super_users=super_users,
+        allow_if_no_acl=allow_if_no_acl,
+    ):
+        return True
+    applying = [
+        acl
+        for acl in acls
+        if acl.resource_type == resource_type
+        and acl.host in (WILDCARD, host)
+        and acl.principal in (principal, WILDCARD_PRINCIPAL)
+        and acl.operation in (operation, Operation.ALL)
+    ]
+    if any(_everything(acl, Permission.DENY) for acl in applying):
+        return False
+    if any(_everything(acl, Permission.ALLOW) for acl in applying):
+        return True
+    denied = {(acl.pattern_type, acl.name) for acl in applying if acl.permission == Permission.DENY}
+    for acl in applying:
+        if acl.permission != Permission.ALLOW:
+            continue
+        if acl.pattern_type == PatternType.LITERAL and (PatternType.LITERAL, acl.name) in denied:
+            continue
+        prefixes = (acl.name[:end] for end in range(1, len(acl.name) + 1))
+        if not any((PatternType.PREFIXED, prefix) in denied for prefix in prefixes):
+            return True
+    return False
+
+
+def _everything(acl: Acl, permission: Permission) -> bool:
+    """A literal ``*`` of this permission: Kafka's wildcard, which settles the question."""
+    return (
+        acl.permission == permission
+        and acl.pattern_type == PatternType.LITERAL
+        and acl.name == WILDCARD
+    )
