@@ -16,6 +16,7 @@ from cfnlint.api import lint_file
 from tidelog import cli
 from tidelog.acl_store import ACL_PK
 from tidelog.credentials import SCRAM_PK
+from tidelog.kafka.listeners import parse
 from tidelog.local.template import Template
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -168,3 +169,124 @@ def test_the_main_template_nests_the_agents_only_when_an_image_is_given(template
     assert template.body["Conditions"]["DeployKafkaAgents"] == {
         "Fn::Not": [{"Fn::Equals": [{"Ref": "KafkaAgentImage"}, ""]}]
     }
+
+
+# The Kafka port's security, as each choice of parameters deploys it -------------------------
+
+COMBINATIONS = [
+    # protocol, termination: the load balancer's protocol, the agents' listener, secrets
+    ("SASL_SSL", "loadbalancer", "TLS", "SASL_PLAINTEXT", False),
+    ("SASL_SSL", "agent", "TCP", "SASL_SSL", True),
+    ("SSL", "loadbalancer", "TLS", "PLAINTEXT", False),
+    ("SSL", "agent", "TCP", "SSL", True),
+    ("SASL_PLAINTEXT", "loadbalancer", "TCP", "SASL_PLAINTEXT", False),
+    ("PLAINTEXT", "agent", "TCP", "PLAINTEXT", False),
+]
+
+
+def _evaluate(value: Any, params: dict[str, str], conditions: dict[str, Any]) -> Any:
+    """The template's intrinsic functions this stack uses, with these parameters."""
+    again = lambda v: _evaluate(v, params, conditions)  # noqa: E731
+    if isinstance(value, list):
+        return [again(v) for v in value if v != {"Ref": "AWS::NoValue"}]
+    if not isinstance(value, dict) or len(value) != 1:
+        return {k: again(v) for k, v in value.items()} if isinstance(value, dict) else value
+    ((name, arg),) = value.items()
+    if name == "Ref":
+        return params.get(arg, {"Ref": arg})
+    if name in ("Condition", "Fn::Condition"):  # the template's loader reads !Condition so
+        return again(conditions[arg])
+    if name == "Fn::Equals":
+        return again(arg[0]) == again(arg[1])
+    if name == "Fn::And":
+        return all(again(v) for v in arg)
+    if name == "Fn::Or":
+        return any(again(v) for v in arg)
+    if name == "Fn::Not":
+        return not again(arg[0])
+    if name == "Fn::If":
+        chosen = arg[1] if again(conditions[arg[0]]) else arg[2]
+        return None if chosen == {"Ref": "AWS::NoValue"} else again(chosen)
+    if name == "Fn::Sub" and isinstance(arg, list):
+        text, names = arg[0], {k: again(v) for k, v in arg[1].items()}
+        return text.replace("${Protocol}", names["Protocol"])
+    if name in ("Fn::GetAtt", "Fn::Sub"):  # other resources' names: left as they are
+        return value
+    if name.startswith("Fn::"):
+        raise AssertionError(f"{name} is not evaluated here")
+    return {name: again(arg)}
+
+
+def _deployed(agents, **chosen: str) -> dict[str, Any]:
+    params = {n: p.get("Default", "") for n, p in agents["Parameters"].items()}
+    params.update(chosen)
+    conditions = agents["Conditions"]
+    listener = _evaluate(
+        _resources(agents, "AWS::ElasticLoadBalancingV2::Listener"), params, conditions
+    )
+    (task,) = _resources(agents, "AWS::ECS::TaskDefinition").values()
+    (container,) = _evaluate(task["ContainerDefinitions"], params, conditions)
+    rules = {
+        name: not _evaluate(rule["RuleCondition"], params, conditions)
+        or all(_evaluate(a["Assert"], params, conditions) for a in rule["Assertions"])
+        for name, rule in agents["Rules"].items()
+    }
+    return {
+        "listener": listener["Listener"],
+        "env": {e["Name"]: e["Value"] for e in container["Environment"]},
+        "secrets": container.get("Secrets"),
+        "rules": rules,
+    }
+
+
+def test_the_kafka_port_defaults_to_tls_sasl_and_acls(agents):
+    defaults = {n: p.get("Default") for n, p in agents["Parameters"].items()}
+    assert defaults["SecurityProtocol"] == "SASL_SSL"
+    assert defaults["TlsTermination"] == "loadbalancer"
+    assert defaults["Authorizer"] == "acls"
+    deployed = _deployed(agents, CertificateArn="arn:aws:acm:eu-west-1:123456789012:certificate/x")
+    assert deployed["listener"]["Protocol"] == "TLS"
+    assert deployed["listener"]["SslPolicy"].startswith("ELBSecurityPolicy-TLS13")
+    assert deployed["env"]["TIDELOG_KAFKA_AUTHORIZER"] == "acls"
+    assert all(deployed["rules"].values())
+    assert not all(_deployed(agents)["rules"].values()), "TLS with no certificate is refused"
+
+
+@pytest.mark.parametrize(("protocol", "termination", "balancer", "agent", "secrets"), COMBINATIONS)
+def test_each_choice_deploys_listeners_that_fit_together(
+    agents, protocol, termination, balancer, agent, secrets
+):
+    chosen = {
+        "SecurityProtocol": protocol,
+        "TlsTermination": termination,
+        "CertificateArn": "arn:aws:acm:eu-west-1:123456789012:certificate/x",
+        "AgentCertificateSecretArn": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:c",
+    }
+    deployed = _deployed(agents, **chosen)
+    assert deployed["listener"]["Protocol"] == balancer
+    (listener,) = parse(deployed["env"]["TIDELOG_KAFKA_LISTENERS"])
+    assert (listener.name, listener.port) == (agent, 9092)
+    assert (deployed["secrets"] is not None) == secrets
+    if secrets:  # what the agent reads them as (tidelog.cli.listening)
+        names = {s["Name"] for s in deployed["secrets"]}
+        assert names == {"TIDELOG_SSL_CERT_PEM", "TIDELOG_SSL_KEY_PEM"}
+    assert all(deployed["rules"].values())
+
+
+def test_the_agents_certificate_is_readable_by_ecs_only_when_the_agents_end_tls(agents):
+    execution = _resources(agents, "AWS::IAM::Role")["ExecutionRole"]
+    policies = execution["Policies"]
+    assert policies["Fn::If"][0] == "TlsAtAgent"
+    ((statement,),) = [p["PolicyDocument"]["Statement"] for p in policies["Fn::If"][1]]
+    assert statement["Action"] == "secretsmanager:GetSecretValue"
+    assert statement["Resource"] == {"Ref": "AgentCertificateSecretArn"}
+    assert policies["Fn::If"][2] == {"Ref": "AWS::NoValue"}
+
+
+def test_the_main_template_passes_the_kafka_ports_security_on(template, agents):
+    nested = template.body["Resources"]["KafkaAgents"]["Properties"]["Parameters"]
+    for name in ("SecurityProtocol", "TlsTermination", "CertificateArn", "Authorizer"):
+        assert nested[name] == {"Ref": f"Kafka{name}"}
+        assert template.body["Parameters"][f"Kafka{name}"].get("Default") == agents["Parameters"][
+            name
+        ].get("Default")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tidelog.kafka.listeners import CLIENT_AUTH, Listener, parse
@@ -61,7 +63,8 @@ def add_options(command: argparse.ArgumentParser) -> None:
     tls.add_argument(
         "--ssl-certfile",
         default=env("TIDELOG_SSL_CERTFILE") or None,
-        help="the agent's certificate chain (default $TIDELOG_SSL_CERTFILE)",
+        help="the agent's certificate chain (default $TIDELOG_SSL_CERTFILE; or the PEM itself "
+        "in $TIDELOG_SSL_CERT_PEM, with its key in $TIDELOG_SSL_KEY_PEM)",
     )
     tls.add_argument(
         "--ssl-keyfile",
@@ -112,17 +115,37 @@ def listeners(args: argparse.Namespace) -> tuple[Listener, ...] | None:
 
 
 def tls_config(args: argparse.Namespace) -> TlsConfig | None:
-    if not (args.ssl_certfile or args.ssl_keyfile):
+    certfile, keyfile = args.ssl_certfile, args.ssl_keyfile
+    pem = os.environ.get("TIDELOG_SSL_CERT_PEM"), os.environ.get("TIDELOG_SSL_KEY_PEM")
+    if not (certfile or keyfile) and any(pem):
+        certfile, keyfile = _pem_files(*pem)
+    if not (certfile or keyfile):
         return None
-    if not (args.ssl_certfile and args.ssl_keyfile):
+    if not (certfile and keyfile):
         raise ValueError("TLS needs both --ssl-certfile and --ssl-keyfile")
     from tidelog.kafka.tls import TlsConfig  # noqa: PLC0415 - the kafka extra, on demand
 
     return TlsConfig(
-        certfile=args.ssl_certfile,
-        keyfile=args.ssl_keyfile,
+        certfile=certfile,
+        keyfile=keyfile,
         password=os.environ.get("TIDELOG_SSL_KEY_PASSWORD") or None,
         cafile=args.ssl_cafile,
         client_auth=args.ssl_client_auth,
         principal_rules=args.ssl_principal_mapping_rules,
     )
+
+
+def _pem_files(certificate: str | None, key: str | None) -> tuple[str, str]:
+    """The certificate and key an ECS task is given as secrets ($TIDELOG_SSL_CERT_PEM and
+    $TIDELOG_SSL_KEY_PEM, infra/agents.yaml), written where only this user reads them: the
+    agent reads files (and reloads them when they change; these change with a new task)."""
+    if not (certificate and key):
+        raise ValueError("TLS from the environment needs both TIDELOG_SSL_CERT_PEM and _KEY_PEM")
+    directory = Path(tempfile.mkdtemp(prefix="tidelog-tls-"))  # 0700
+    paths = []
+    for name, text in (("agent.pem", certificate), ("agent.key", key)):
+        path = directory / name
+        path.touch(mode=0o600)
+        path.write_text(text)
+        paths.append(str(path))
+    return paths[0], paths[1]
