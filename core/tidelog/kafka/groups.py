@@ -492,10 +492,7 @@ def described_error(name: str, error: int, message: str | None, state: str = "")
     return {
         "error_code": error,
         "error_message": message,
-        "group_id": name,
-        "group_state": state,
-        "protocol_type": "",
-        "protocol_data": "",
+        **{"group_id": name, "group_state": state, "protocol_type": "", "protocol_data": ""},
         "members": [],
         "authorized_operations": -(2**31),
     }
