@@ -16,6 +16,7 @@ from cfnlint.api import lint_file
 from tidelog import cli
 from tidelog.acl_store import ACL_PK
 from tidelog.credentials import SCRAM_PK
+from tidelog.kafka.agent import check_sasl
 from tidelog.kafka.listeners import parse
 from tidelog.local.template import Template
 
@@ -248,6 +249,9 @@ def test_the_kafka_port_defaults_to_tls_sasl_and_acls(agents):
     assert deployed["listener"]["Protocol"] == "TLS"
     assert deployed["listener"]["SslPolicy"].startswith("ELBSecurityPolicy-TLS13")
     assert deployed["env"]["TIDELOG_KAFKA_AUTHORIZER"] == "acls"
+    mechanisms = deployed["env"]["TIDELOG_SASL_ENABLED_MECHANISMS"].split(",")
+    check_sasl(mechanisms)  # what the agent accepts
+    assert "OAUTHBEARER" in mechanisms
     assert all(deployed["rules"].values())
     assert not all(_deployed(agents)["rules"].values()), "TLS with no certificate is refused"
 
@@ -285,7 +289,13 @@ def test_the_agents_certificate_is_readable_by_ecs_only_when_the_agents_end_tls(
 
 def test_the_main_template_passes_the_kafka_ports_security_on(template, agents):
     nested = template.body["Resources"]["KafkaAgents"]["Properties"]["Parameters"]
-    for name in ("SecurityProtocol", "TlsTermination", "CertificateArn", "Authorizer"):
+    for name in (
+        "SecurityProtocol",
+        "TlsTermination",
+        "CertificateArn",
+        "SaslMechanisms",
+        "Authorizer",
+    ):
         assert nested[name] == {"Ref": f"Kafka{name}"}
         assert template.body["Parameters"][f"Kafka{name}"].get("Default") == agents["Parameters"][
             name

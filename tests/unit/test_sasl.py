@@ -4,11 +4,13 @@ held back longer the more a user fails."""
 
 from __future__ import annotations
 
+import datetime
 import types
 
 from kafka.net.sasl.scram import ScramClient
 
 from tidelog.credentials import Credential, Credentials
+from tidelog.kafka.aws_identity import Identity
 from tidelog.kafka.codec import NONE, code
 from tidelog.kafka.sasl import (
     FAILURE_DELAY_S,
@@ -18,6 +20,7 @@ from tidelog.kafka.sasl import (
     FailedLogins,
     SaslSettings,
 )
+from tidelog.kafka.scram import LoginError
 from tidelog.storage.memory import MemoryMetadataStore
 
 
@@ -168,3 +171,96 @@ def test_plain_is_offered_only_over_tls_unless_the_agent_is_told_otherwise():
     }
     allowed = SaslSettings(enabled, _settings().credentials, plain_over_plaintext=True)
     assert _plain(allowed, b"\0alice\0secret", encrypted=False)[1].answer["error_code"] == NONE
+
+
+# OAUTHBEARER and re-authentication (KIP-368) ---------------------------------------------------
+
+
+def _identities(principals):
+    """A verifier that names each token's principal from ``principals`` (token -> ARN), good
+    for a minute from now."""
+
+    def verify(token):
+        if token not in principals:
+            raise LoginError("STS refused the token")
+        expires = datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=60)
+        return Identity(principals[token], expires)
+
+    return types.SimpleNamespace(verify=verify)
+
+
+def _bearer(auth, token, version=1):
+    assert _handshake(auth, "OAUTHBEARER", version).answer["error_code"] == NONE
+    return _authenticate(auth, f"n,,\x01auth=Bearer {token}\x01\x01".encode())
+
+
+ALICE_ARN = "arn:aws:iam::123456789012:role/alice"
+
+
+def _oauth(clock, **more):
+    base = _settings()
+    principals = {"t1": ALICE_ARN, "t2": ALICE_ARN, "bob": "arn:aws:iam::123456789012:user/bob"}
+    settings = SaslSettings(
+        ("OAUTHBEARER", *SCRAM), base.credentials, identities=_identities(principals), **more
+    )
+    return Authenticator(settings, encrypted=True, clock=clock)
+
+
+def test_an_aws_identity_logs_in_for_as_long_as_its_token():
+    clock = Clock()
+    auth = _oauth(clock)
+    step = _bearer(auth, "t1")
+    assert step.answer["error_code"] == NONE
+    assert auth.principal == f"User:{ALICE_ARN}"
+    assert 59_000 < step.answer["session_lifetime"] <= 60_000
+    clock.now = 59.0
+    assert not auth.expired()
+    clock.now = 60.5
+    assert auth.expired()
+
+
+def test_a_session_is_renewed_on_its_connection_as_the_same_principal():
+    clock = Clock()
+    auth = _oauth(clock)
+    _bearer(auth, "t1")
+    clock.now = 50.0
+    renewed = _bearer(auth, "t2")
+    assert renewed.answer["error_code"] == NONE
+    clock.now = 100.0
+    assert not auth.expired(), "the new token's minute counts from the renewal"
+    assert auth.principal == f"User:{ALICE_ARN}"
+
+
+def test_a_renewal_as_someone_else_or_by_another_mechanism_fails_and_closes():
+    auth = _oauth(Clock())
+    _bearer(auth, "t1")
+    refused = _bearer(auth, "bob")
+    assert refused.answer["error_code"] == code("SASL_AUTHENTICATION_FAILED")
+    assert refused.closes
+    other = _oauth(Clock())
+    _bearer(other, "t1")
+    switched = _handshake(other, "SCRAM-SHA-256")
+    assert (switched.answer["error_code"], switched.closes) == (code("ILLEGAL_SASL_STATE"), True)
+
+
+def test_a_token_sts_refuses_fails_as_every_login_fails():
+    step = _bearer(_oauth(Clock()), "forged")
+    assert step.answer["error_code"] == code("SASL_AUTHENTICATION_FAILED")
+    assert "OAUTHBEARER" in step.answer["error_message"]
+    assert step.closes
+
+
+def test_connections_max_reauth_ms_bounds_every_session():
+    clock = Clock()
+    settings = SaslSettings(SCRAM, _settings().credentials, max_reauth_s=30.0)
+    auth = Authenticator(settings, encrypted=True, clock=clock)
+    assert _handshake(auth).answer["error_code"] == NONE
+    client = ScramClient("alice", "secret", "SCRAM-SHA-256")
+    first = _authenticate(auth, client.first_message())
+    client.process_server_first_message(first.answer["auth_bytes"])
+    final = _authenticate(auth, client.final_message())
+    assert final.answer["session_lifetime"] == 30_000
+    clock.now = 31.0
+    assert auth.expired()
+    unbounded, _ = _login(_settings(), "alice", "secret")
+    assert not unbounded.expired()

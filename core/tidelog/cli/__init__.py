@@ -217,6 +217,7 @@ def _agent(args: argparse.Namespace) -> int:
             sasl_mechanisms=listening.sasl_mechanisms(args),
             plain_over_plaintext=args.sasl_plain_over_plaintext,
             authorizer=listening.authorizer(args),
+            max_reauth_ms=args.connections_max_reauth_ms,
         )
     except (OSError, LookupError, ValueError, TidelogError) as exc:
         print(f"tidelog agent: {exc}", file=sys.stderr)

@@ -27,8 +27,17 @@ def add_options(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--sasl-enabled-mechanisms",
         default=env("TIDELOG_SASL_ENABLED_MECHANISMS") or "SCRAM-SHA-256,SCRAM-SHA-512",
-        help="Kafka's sasl.enabled.mechanisms, for SASL listeners (default "
+        help="Kafka's sasl.enabled.mechanisms, for SASL listeners: SCRAM-SHA-256, "
+        "SCRAM-SHA-512, PLAIN, OAUTHBEARER (AWS identities) (default "
         "$TIDELOG_SASL_ENABLED_MECHANISMS, else SCRAM-SHA-256,SCRAM-SHA-512)",
+    )
+    command.add_argument(
+        "--connections-max-reauth-ms",
+        type=int,
+        default=int(env("TIDELOG_CONNECTIONS_MAX_REAUTH_MS") or 0),
+        help="Kafka's connections.max.reauth.ms: a SASL session lasts at most this long, then "
+        "its client logs in again on the connection (KIP-368); 0: as long as its credential "
+        "(default $TIDELOG_CONNECTIONS_MAX_REAUTH_MS, else 0)",
     )
     command.add_argument(
         "--sasl-plain-over-plaintext",

@@ -20,6 +20,12 @@ from tidelog.client.consumed import (
 from tidelog.client.consumer import Consumer
 from tidelog.client.errors import AuthorizationError
 from tidelog.client.http import Http
+from tidelog.client.kafka_login import (
+    aiokafka_token_provider,
+    aws_oauth_cb,
+    aws_token,
+    kafka_python_token_provider,
+)
 from tidelog.client.producer import Producer, RecordMetadata
 from tidelog.client.transactional import GroupMetadata, OffsetToCommit
 
@@ -43,4 +49,8 @@ __all__ = [
     "RecordMetadata",
     "TopicInfo",
     "TopicPartition",
+    "aiokafka_token_provider",
+    "aws_oauth_cb",
+    "aws_token",
+    "kafka_python_token_provider",
 ]

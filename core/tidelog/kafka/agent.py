@@ -7,6 +7,7 @@ any number of agents may serve one cluster, and the HTTP API reads what the agen
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -18,10 +19,13 @@ from collections.abc import Sequence
 
 from tidelog import __version__, aws, clusters, collector, malloc, runtime
 from tidelog.acl_store import AclStore
+from tidelog.cluster import describe_cluster
 from tidelog.credentials import Credentials
 from tidelog.kafka.authorizer import Authorizer, AuthorizerSettings
+from tidelog.kafka.aws_identity import IdentityVerifier, https_fetch
 from tidelog.kafka.handlers import Handlers
 from tidelog.kafka.listeners import PLAINTEXT, Listener, ListenerError
+from tidelog.kafka.oauthbearer import OAUTHBEARER
 from tidelog.kafka.placement import owner, txn_key
 from tidelog.kafka.registry import Registry
 from tidelog.kafka.sasl import MECHANISMS, SCRAM, SaslSettings
@@ -54,6 +58,7 @@ class Agent:
         sasl_mechanisms: Sequence[str] = SCRAM,
         plain_over_plaintext: bool = False,
         authorizer: AuthorizerSettings | None = None,
+        max_reauth_ms: int = 0,
     ) -> None:
         self.host = host
         self.authorizer = (
@@ -69,6 +74,8 @@ class Agent:
                 tuple(sasl_mechanisms),
                 Credentials(runtime.metadata_store()),
                 plain_over_plaintext=plain_over_plaintext,
+                identities=_identities() if OAUTHBEARER in sasl_mechanisms else None,
+                max_reauth_s=max_reauth_ms / 1000 if max_reauth_ms else None,
             )
             if any(listener.sasl for listener in self.listeners)
             else None
@@ -156,6 +163,7 @@ def run(
     sasl_mechanisms: Sequence[str] = SCRAM,
     plain_over_plaintext: bool = False,
     authorizer: AuthorizerSettings | None = None,
+    max_reauth_ms: int = 0,
 ) -> None:
     """``tidelog agent``: find the cluster's bucket and table (unless the environment names
     them), serve until SIGINT or SIGTERM."""
@@ -190,6 +198,7 @@ def run(
         sasl_mechanisms=sasl_mechanisms,
         plain_over_plaintext=plain_over_plaintext,
         authorizer=authorizer,
+        max_reauth_ms=max_reauth_ms,
     )
     agent.start()
     collector.freeze_startup_objects()
@@ -205,6 +214,20 @@ def run(
         print("tidelog agent: stopping", flush=True)
     finally:
         agent.stop()
+
+
+def _identities() -> IdentityVerifier:
+    """OAUTHBEARER's verifier: tokens bound to this cluster's id, sent to STS (or to the
+    endpoint the agent itself uses, ``tidelog dev``'s emulator)."""
+
+    @functools.cache
+    def cluster_id() -> str:
+        store = runtime.metadata_store()
+        return describe_cluster(
+            store, clock_ms=runtime.clock_ms, random_bytes=runtime.random_bytes
+        ).cluster_id
+
+    return IdentityVerifier(cluster_id, https_fetch, endpoint=os.environ.get("AWS_ENDPOINT_URL"))
 
 
 def check_tls(listeners: Sequence[Listener], tls: TlsConfig | None) -> None:

@@ -13,6 +13,13 @@ is unknown or the password wrong: an unknown user goes through the exchange agai
 credentials and fails at the proof, as a wrong password does, so neither the answer nor the
 number of steps tells them apart.
 
+OAUTHBEARER takes AWS identities (tidelog.kafka.aws_identity): a presigned STS request, whose
+signer becomes the principal. Its session lasts as long as its token; Kafka's
+``connections.max.reauth.ms`` bounds every mechanism's. A session tells the client its lifetime
+(SaslAuthenticate v1+); the client logs in again on the same connection before it ends, with the
+same mechanism and as the same principal (KIP-368), and a request after it ends closes the
+connection.
+
 Failed logins are throttled: the failing answer is held back 100 ms (Kafka's
 ``connection.failed.authentication.delay.ms``), doubling with each recent failure of the same
 user up to 5 s, and the connection closes after it. The hold happens in the listener's event
@@ -22,6 +29,7 @@ loop, so throttled clients occupy no worker thread.
 from __future__ import annotations
 
 import collections
+import datetime
 import hashlib
 import hmac
 import logging
@@ -32,7 +40,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from tidelog.credentials import DEFAULT_ITERATIONS, Credential, Credentials
+from tidelog.kafka.aws_identity import IdentityVerifier
 from tidelog.kafka.codec import NONE, Answer, Request, code
+from tidelog.kafka.oauthbearer import OAUTHBEARER, OAuthBearerExchange
 from tidelog.kafka.plain import PLAIN, PREFERRED, PlainExchange
 from tidelog.kafka.principals import ANONYMOUS, USER
 from tidelog.kafka.scram import LoginError, ScramExchange
@@ -40,7 +50,7 @@ from tidelog.kafka.scram import LoginError, ScramExchange
 log = logging.getLogger(__name__)
 
 SCRAM = ("SCRAM-SHA-256", "SCRAM-SHA-512")
-MECHANISMS = (*SCRAM, PLAIN)
+MECHANISMS = (*SCRAM, PLAIN, OAUTHBEARER)
 FAILURE_DELAY_S = 0.1  # Kafka's connection.failed.authentication.delay.ms
 MAX_FAILURE_DELAY_S = 5.0
 FAILURE_WINDOW_S = 60.0
@@ -78,6 +88,8 @@ class SaslSettings:
     # Made-up credentials for unknown users derive from it: the same on every connection.
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     plain_over_plaintext: bool = False  # PLAIN without TLS, which sends passwords in the clear
+    identities: IdentityVerifier | None = None  # for OAUTHBEARER
+    max_reauth_s: float | None = None  # Kafka's connections.max.reauth.ms, as seconds
 
 
 @dataclass(frozen=True)
@@ -87,40 +99,68 @@ class Step:
     delay_s: float = 0.0  # hold the answer back this long (a failed login)
 
 
-class Authenticator:
-    """One connection's SASL state: handshake, then the mechanism's exchange."""
+Exchange = ScramExchange | PlainExchange | OAuthBearerExchange
 
-    def __init__(self, settings: SaslSettings, *, encrypted: bool) -> None:
+
+class Authenticator:
+    """One connection's SASL state: handshake, then the mechanism's exchange; again, on the
+    same connection, before the session ends (KIP-368)."""
+
+    def __init__(
+        self,
+        settings: SaslSettings,
+        *,
+        encrypted: bool,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._settings = settings
+        self._clock = clock
         self._offered = [
             m
             for m in settings.mechanisms
-            if m != PLAIN or encrypted or settings.plain_over_plaintext
+            if (m != PLAIN or encrypted or settings.plain_over_plaintext)
+            and (m != OAUTHBEARER or settings.identities is not None)
         ]
         self._mechanism: str | None = None
-        self._exchange: ScramExchange | PlainExchange | None = None
+        self._exchange: Exchange | None = None
         self.principal = ANONYMOUS
         self.authenticated = False
         self.raw = False
+        self._renewing = False  # a re-authentication is under way
+        self._ends: float | None = None  # when the session ends, on the clock
+
+    def expired(self) -> bool:
+        """The session has ended without a new login: the connection must close."""
+        return self._ends is not None and self._clock() >= self._ends
 
     def handshake(self, request: Request) -> Step:
         mechanism = str(request.body.mechanism)
         enabled = list(self._offered)
-        if self.authenticated or self._mechanism is not None:
-            error: str | None = "ILLEGAL_SASL_STATE"
+        renewal = self.authenticated and not self._renewing and request.api_version >= 1
+        if renewal and mechanism != self._mechanism:
+            error: str | None = "ILLEGAL_SASL_STATE"  # Kafka: a session keeps its mechanism
+        elif (self.authenticated and not renewal) or (
+            not self.authenticated and self._mechanism is not None
+        ):
+            error = "ILLEGAL_SASL_STATE"
         elif mechanism not in enabled:
             error = "UNSUPPORTED_SASL_MECHANISM"
         else:
             error = None
         if error is not None:
             return Step({"error_code": code(error), "mechanisms": enabled}, closes=True)
+        self._renewing = renewal
         self._mechanism = mechanism
         self.raw = request.api_version == 0  # tokens follow bare, not in SaslAuthenticate
         self._exchange = self._exchange_of(mechanism)
         return Step({"error_code": NONE, "mechanisms": enabled})
 
-    def _exchange_of(self, mechanism: str) -> ScramExchange | PlainExchange:
+    def _exchange_of(self, mechanism: str) -> Exchange:
         credentials, secret = self._settings.credentials, self._settings.secret
+        if mechanism == OAUTHBEARER:
+            identities = self._settings.identities
+            assert identities is not None, "OAUTHBEARER is offered only with a verifier"
+            return OAuthBearerExchange(identities.verify)
         if mechanism == PLAIN:
 
             def either(user: str) -> tuple[str, Credential]:
@@ -138,7 +178,7 @@ class Authenticator:
 
     def authenticate(self, request: Request) -> Step:
         """SaslAuthenticate (after a v1 handshake): one token of the exchange."""
-        if self._exchange is None or self.authenticated or self.raw:
+        if self._exchange is None or self.raw or (self.authenticated and not self._renewing):
             return self._refuse("ILLEGAL_SASL_STATE", "SaslAuthenticate out of turn", 0.0)
         token, delay = self._step(bytes(request.body.auth_bytes))
         if token is None:
@@ -148,9 +188,9 @@ class Authenticator:
                 f"SASL mechanism {self._mechanism}",
                 delay,
             )
-        return Step(
-            {"error_code": NONE, "error_message": None, "auth_bytes": token, "session_lifetime": 0}
-        )
+        lifetime_ms = 0 if self._ends is None else int((self._ends - self._clock()) * 1000)
+        answer = {"error_code": NONE, "error_message": None, "auth_bytes": token}
+        return Step({**answer, "session_lifetime": max(lifetime_ms, 1) if self._ends else 0})
 
     def authenticate_raw(self, token: bytes) -> tuple[bytes | None, float]:
         """A token sent bare after a v0 handshake, as Kafka's oldest clients send them: the
@@ -167,9 +207,25 @@ class Authenticator:
             log.info("SASL %s login of %r failed: %s", self._mechanism, self._exchange.user, exc)
             return None, self._settings.failures.record(self._exchange.user or "")
         if done:
-            self.authenticated = True
-            self.principal = f"{USER}:{self._exchange.user}"
+            principal = f"{USER}:{self._exchange.user}"
+            if self._renewing and principal != self.principal:
+                log.info("SASL re-authentication as %s on %s's session", principal, self.principal)
+                return None, 0.0  # Kafka: a session keeps its principal
+            if self._renewing:
+                log.info("SASL %s session of %s renewed (KIP-368)", self._mechanism, principal)
+            self.authenticated, self._renewing = True, False
+            self.principal = principal
+            self._ends = self._session_end()
         return answer, 0.0
+
+    def _session_end(self) -> float | None:
+        """When the new session ends: its token's expiry, connections.max.reauth.ms, the
+        sooner; None when neither bounds it."""
+        bounds = [] if self._settings.max_reauth_s is None else [self._settings.max_reauth_s]
+        expires_at = getattr(self._exchange, "expires_at", None)
+        if expires_at is not None:
+            bounds.append((expires_at - datetime.datetime.now(datetime.UTC)).total_seconds())
+        return self._clock() + max(min(bounds), 0.0) if bounds else None
 
     @staticmethod
     def _refuse(error: str, message: str, delay_s: float) -> Step:

@@ -279,6 +279,8 @@ class KafkaServer:
             return auth.handshake(request)
         if request.api_key == ApiKey.SASL_AUTHENTICATE:
             return await loop.run_in_executor(self._pool, auth.authenticate, request)
+        if auth.expired():  # KIP-368: a session that was not renewed in time
+            raise UnauthenticatedError("the SASL session expired without re-authentication")
         if auth.authenticated or request.api_key == ApiKey.API_VERSIONS:
             return None
         raise UnauthenticatedError(

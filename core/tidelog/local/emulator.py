@@ -7,6 +7,11 @@ every request under one lock makes each API call atomic, which is all the real s
 
 Lambda ``Invoke`` is the one call served outside the lock: the function it runs calls back into
 the emulator, and would wait forever for the lock its own invocation holds.
+
+moto's server finds a request's service by its Authorization header, which a presigned request
+(SigV4 in the query) has none of: it took the agents' OAUTHBEARER tokens, presigned STS
+GetCallerIdentity requests, for S3's ListBuckets. Such a request is routed by the credential
+scope its query names.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -43,6 +49,7 @@ class LockedApp:
         self.lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        _route_presigned(environ)
         if _is_lambda_invoke(environ):
             return list(self._app(environ, start_response))
         with self.lock:
@@ -53,6 +60,17 @@ class LockedApp:
                 close = getattr(body, "close", None)
                 if close is not None:
                     close()
+
+
+def _route_presigned(environ: dict[str, Any]) -> None:
+    """A presigned request's service for moto's dispatcher, from its query's credential scope
+    (the signature is not checked here, as moto checks none)."""
+    if environ.get("HTTP_AUTHORIZATION"):
+        return
+    query = urllib.parse.parse_qs(str(environ.get("QUERY_STRING", "")))
+    credential = query.get("X-Amz-Credential", [""])[0]
+    if credential.count("/") == 4:  # key/date/region/service/aws4_request
+        environ["HTTP_AUTHORIZATION"] = f"AWS4-HMAC-SHA256 Credential={credential}, Signature=-"
 
 
 def _is_lambda_invoke(environ: dict[str, Any]) -> bool:
