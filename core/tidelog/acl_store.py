@@ -46,6 +46,9 @@ class AclStore:
     def all(self) -> list[Acl]:
         return sorted(_acl(item) for item in self._meta.query(ACL_PK))
 
+    def exists(self, acl: Acl) -> bool:
+        return self._meta.get(ACL_PK, item_sk(acl)) is not None
+
     def add(self, acls: Iterable[Acl]) -> None:
         self._apply([_put(acl) for acl in dict.fromkeys(acls)])
 

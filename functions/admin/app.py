@@ -467,7 +467,7 @@ def remove_acl(
     )
     acl = named.acl()
     store = _acls()
-    if acl not in store.all():
+    if not store.exists(acl):
         raise UnknownAclError(f"no such ACL: {named.model_dump()}")
     store.remove([acl])
     return named

@@ -21,11 +21,13 @@ with the same credentials.
 from __future__ import annotations
 
 import base64
+import functools
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import boto3
+if TYPE_CHECKING:
+    import boto3
 
 TOKEN_PREFIX = "tidelog-aws-v1."  # noqa: S105 - a format's name (tidelog.kafka.aws_identity)
 CLUSTER_HEADER = "x-tidelog-cluster"
@@ -41,7 +43,11 @@ def aws_token(
     """A token for the cluster, and when it expires (seconds since the epoch). The session's
     credentials sign it (the default chain: environment, profile, instance or task role), at
     its region's STS endpoint (or $AWS_ENDPOINT_URL's, as every boto3 client)."""
-    sts = (session or boto3.Session()).client("sts")
+    if session is None:
+        import boto3  # noqa: PLC0415 - a third of importing tidelog.client, paid only here
+
+        session = boto3.Session()
+    sts = session.client("sts")
 
     def bind(request: Any, **_: Any) -> None:
         request.headers[CLUSTER_HEADER] = cluster_id
@@ -101,14 +107,15 @@ def aiokafka_token_provider(
 
 
 def _cluster_id(given: str | None, api: dict[str, Any]) -> Callable[[], str]:
-    known: list[str] = [given] if given else []
+    """The cluster's id: ``given``, or asked of the HTTP API once, at the first login."""
 
+    @functools.cache
     def cluster_id() -> str:
-        if not known:
-            from tidelog.client.admin import Admin  # noqa: PLC0415 - only when it is asked
+        if given:
+            return given
+        from tidelog.client.admin import Admin  # noqa: PLC0415 - only when it is asked
 
-            with Admin(**api) as admin:
-                known.append(str(admin.cluster()["cluster_id"]))
-        return known[0]
+        with Admin(**api) as admin:
+            return str(admin.cluster()["cluster_id"])
 
     return cluster_id

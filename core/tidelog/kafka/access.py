@@ -44,9 +44,7 @@ def describe_acls(request: Request, authorizer: Authorizer | None) -> Answer:
         return {**_DISABLED, "throttle_time": 0, "resources": []}
     body = request.body
     try:
-        wanted = _filter(
-            body, "resource_type_filter", "resource_name_filter", "pattern_type_filter"
-        )
+        wanted = _filter(body)
     except InvalidAclError as exc:
         return {"throttle_time": 0, **_error(exc), "resources": []}
     resources: dict[tuple[int, str, int], list[Answer]] = {}
@@ -117,9 +115,7 @@ def delete_acls(request: Request, authorizer: Authorizer | None) -> Answer:
     doomed: set[Acl] = set()
     for wanted in filters:
         try:
-            acl_filter = _filter(
-                wanted, "resource_type_filter", "resource_name_filter", "pattern_type_filter"
-            )
+            acl_filter = _filter(wanted)
         except InvalidAclError as exc:
             results.append({**_error(exc), "matching_acls": []})
             continue
@@ -166,13 +162,13 @@ def _enum(kind: type[_E], value: object) -> _E:
         raise InvalidAclError(f"Unknown {kind.__name__} {value}") from None
 
 
-def _filter(body: Any, type_field: str, name_field: str, pattern_field: str) -> AclFilter:
+def _filter(body: Any) -> AclFilter:
     """A DescribeAcls or DeleteAcls filter; UNKNOWN anywhere is refused, as Kafka's
     ``AclBindingFilter.findIndefiniteField`` refuses it."""
     acl_filter = AclFilter(
-        _enum(ResourceType, getattr(body, type_field)),
-        None if getattr(body, name_field) is None else str(getattr(body, name_field)),
-        _enum(PatternType, getattr(body, pattern_field)),
+        _enum(ResourceType, body.resource_type_filter),
+        None if body.resource_name_filter is None else str(body.resource_name_filter),
+        _enum(PatternType, body.pattern_type_filter),
         None if body.principal_filter is None else str(body.principal_filter),
         None if body.host_filter is None else str(body.host_filter),
         _enum(Operation, body.operation),

@@ -375,9 +375,8 @@ GATES[ApiKey.INIT_PRODUCER_ID] = _init_producer_id
 def _find_coordinator(request: Request, access: Access, call: Call) -> Answer:
     key_type = int(field(request.body, "key_type", 0))
     need = {0: GROUP_DESCRIBE, 1: TXN_DESCRIBE}.get(key_type)
-    keys = field(request.body, "coordinator_keys")
-    single = keys is None  # before v4: one key, answered at the top level
-    keys = [str(field(request.body, "key"))] if single else [str(k) for k in keys]
+    listed = field(request.body, "coordinator_keys")  # None before v4: one key
+    keys = [str(k) for k in listed] if listed is not None else [str(field(request.body, "key"))]
     if need is None:
         return call(request)
     refused = {k for k in keys if not need.allowed(access, k)}

@@ -205,9 +205,8 @@ def _each_named(
         )
         entries = [*answer.get(answer_key, []), *(refused(n, code(need.error)) for n in denied)]
         if operations is not None and field(request.body, "include_authorized_operations", False):
-            key = "group_id"
-            entries = [
-                {**e, "authorized_operations": access.operations(operations, str(e[key]))}
+            entries = [  # the groups' (the only listing that is asked for them)
+                {**e, "authorized_operations": access.operations(operations, str(e["group_id"]))}
                 if e["error_code"] == NONE
                 else e
                 for e in entries

@@ -136,12 +136,12 @@ class Authenticator:
     def handshake(self, request: Request) -> Step:
         mechanism = str(request.body.mechanism)
         enabled = list(self._offered)
+        # A handshake once per login: the first, or a renewal (KIP-368, v1+) of the session's
+        # own mechanism, as Kafka allows.
         renewal = self.authenticated and not self._renewing and request.api_version >= 1
-        if renewal and mechanism != self._mechanism:
-            error: str | None = "ILLEGAL_SASL_STATE"  # Kafka: a session keeps its mechanism
-        elif (self.authenticated and not renewal) or (
-            not self.authenticated and self._mechanism is not None
-        ):
+        if self.authenticated and not (renewal and mechanism == self._mechanism):
+            error: str | None = "ILLEGAL_SASL_STATE"
+        elif not self.authenticated and self._mechanism is not None:
             error = "ILLEGAL_SASL_STATE"
         elif mechanism not in enabled:
             error = "UNSUPPORTED_SASL_MECHANISM"

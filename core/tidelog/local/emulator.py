@@ -65,9 +65,10 @@ class LockedApp:
 def _route_presigned(environ: dict[str, Any]) -> None:
     """A presigned request's service for moto's dispatcher, from its query's credential scope
     (the signature is not checked here, as moto checks none)."""
-    if environ.get("HTTP_AUTHORIZATION"):
-        return
-    query = urllib.parse.parse_qs(str(environ.get("QUERY_STRING", "")))
+    raw = str(environ.get("QUERY_STRING", ""))
+    if environ.get("HTTP_AUTHORIZATION") or "X-Amz-Credential=" not in raw:
+        return  # every call but a presigned one: no parsing on the emulator's hot path
+    query = urllib.parse.parse_qs(raw)
     credential = query.get("X-Amz-Credential", [""])[0]
     if credential.count("/") == 4:  # key/date/region/service/aws4_request
         environ["HTTP_AUTHORIZATION"] = f"AWS4-HMAC-SHA256 Credential={credential}, Signature=-"
