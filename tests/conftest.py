@@ -58,10 +58,16 @@ def dev() -> Iterator[devserver.DevProcess]:
     rebalance at once and accept short sessions, so membership tests run in seconds. Its
     schedules run a thousand times slower (maintenance every 17 hours): housekeeping happens
     when a test runs it, never in the middle of a test that maintains partitions itself (a
-    scheduled compaction once beat the Spark compaction job to its partition)."""
-    process = devserver.start("--schedule-speedup", "0.001", env=devserver.FAST_GROUPS)
+    scheduled compaction once beat the Spark compaction job to its partition). Every function's
+    calls are held to its role's policies; one refused fails the session, even where the code
+    that made it recovered."""
+    template = os.environ.get("TIDELOG_TEST_TEMPLATE")  # tests/functional/test_local_iam.py
+    options = ("--template", template) if template else ()
+    process = devserver.start("--schedule-speedup", "0.001", *options, env=devserver.FAST_GROUPS)
     yield process
-    process.stop()
+    _, output = process.stop()
+    refused = [line for line in output.splitlines() if "AccessDenied:" in line]
+    assert not refused, "a role lacks a permission its code uses:\n" + "\n".join(refused[:5])
 
 
 @pytest.fixture(scope="session")

@@ -3,15 +3,31 @@
 Nothing here names an endpoint. botocore reads ``AWS_ENDPOINT_URL`` and its per-service variants
 (``AWS_ENDPOINT_URL_S3``, ``AWS_ENDPOINT_URL_DYNAMODB``, ...) itself, so the same code talks to
 AWS, to LocalStack or to the embedded emulator of ``tidelog dev``.
+
+In ``tidelog dev`` every function shares one process and these clients, where on AWS each runs
+with its own role. There (``TIDELOG_LOCAL_IAM=on``) each call names the roles it is made for,
+from the caller's context (:mod:`tidelog.principals`), and the emulator checks it against their
+policies (:mod:`tidelog.local.iam`). On AWS the variable is unset and nothing is added.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
+from tidelog.principals import acting_for
+
 _clients: dict[str, Any] = {}
 _lock = threading.Lock()
+
+PRINCIPAL_HEADER = "x-tidelog-principal"
+
+
+def _name_principals(request: Any, **_: Any) -> None:
+    roles = acting_for.get()
+    if roles:
+        request.headers[PRINCIPAL_HEADER] = ",".join(sorted(roles))
 
 
 def client(service: str) -> Any:
@@ -37,7 +53,10 @@ def client(service: str) -> Any:
                 # endpoint (the embedded emulator, LocalStack) is spared a SHA-256 of each body.
                 s3={"payload_signing_enabled": False},
             )
-            _clients[service] = boto3.session.Session().client(service, config=config)
+            built = boto3.session.Session().client(service, config=config)
+            if os.environ.get("TIDELOG_LOCAL_IAM") == "on":
+                built.meta.events.register("before-sign", _name_principals)
+            _clients[service] = built
         return _clients[service]
 
 

@@ -200,6 +200,22 @@ def test_the_assignment_state_machine_may_invoke_only_the_assignor(resources):
     assert start["Resource"] == {"Ref": "AssignmentStateMachine"}
 
 
+def test_the_assignor_may_start_the_next_rebalance_of_the_machine_it_names(template):
+    """A cooperative group's assignment starts its second round from the assignor. The
+    assignor names the machine by its ARN spelled out (the machine refers to the assignor), so
+    that ARN must be the machine's."""
+    machine = template.resources["AssignmentStateMachine"]["Properties"]
+    assert template.resolve(machine["Name"]) == template.physical_name("AssignmentStateMachine")
+    assignor = template.resources["AssignorFunction"]["Properties"]
+    variables = template.resolve(assignor["Environment"]["Variables"])
+    arn = template.arn("AssignmentStateMachine")
+    assert variables["TIDELOG_ASSIGNMENT_STATE_MACHINE"] == arn
+    statements = template.resolve(assignor["Policies"])[0]["Statement"]
+    assert {"states:StartExecution": arn} == {
+        s["Action"]: s["Resource"] for s in statements if s["Action"] == "states:StartExecution"
+    }
+
+
 def test_the_state_machine_definition_is_the_asl_file(template):
     (machine,) = template.state_machines()
     definition = json.loads(machine.definition)

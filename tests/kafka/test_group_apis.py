@@ -528,3 +528,13 @@ def test_join_and_leave_with_a_reason_kip_800():
     left = agent.call(ApiKey.LEAVE_GROUP, 5, {"group_id": "g", "members": [member]})
     assert [m["error_code"] for m in left["members"]] == [NONE]
     assert agent.coord.load("g").members == {}
+
+
+def test_a_leave_group_whose_members_array_is_null_leaves_no_one():
+    """kio reads a non-nullable array sent as -1 as null (the protocol fuzzer sent one): v3+
+    LeaveGroup answers for no member, where it once took the request for a v0 one."""
+    agent = Agent()
+    agent.member()
+    left = agent.call(ApiKey.LEAVE_GROUP, 3, {"group_id": "g", "members": None})
+    assert (left["error_code"], left["members"]) == (NONE, [])
+    assert len(agent.coord.load("g").members) == 1

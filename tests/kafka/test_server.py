@@ -13,8 +13,14 @@ import time
 
 import pytest
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
+from kio.index import load_request_schema
+from tests.kafka.test_fuzz import _frame
 
+from tidelog.credentials import Credential, Credentials
+from tidelog.kafka.apis import ApiKey
+from tidelog.kafka.sasl import SaslSettings
 from tidelog.kafka.server import MAX_IN_FLIGHT, KafkaServer
+from tidelog.storage.memory import MemoryMetadataStore
 
 
 class StandIn:
@@ -186,3 +192,40 @@ def test_a_request_hears_that_its_connection_is_gone(serve):
         sock.sendall(_metadata(1))
         time.sleep(0.2)  # the request is being handled
     assert handlers.saw_gone.wait(10)
+
+
+def _sasl(key: ApiKey, version: int, **body) -> bytes:
+    frame = _frame(key, version, load_request_schema(key, version)(**body))
+    return struct.pack(">i", len(frame)) + frame
+
+
+def test_a_request_sent_before_its_session_ended_is_served_whenever_its_turn_comes(serve):
+    """KIP-368: a request that arrives after the session ended closes the connection; one that
+    arrived before is served, even when it waits its turn behind slow ones past the end (as a
+    producer's did, behind produces taking a second, when librdkafka renewed at 90%)."""
+    meta = MemoryMetadataStore()
+    credentials = Credentials(meta)
+    credential = Credential.from_password("SCRAM-SHA-256", "secret", b"salt", 4096)
+    meta.write(credentials.put("SCRAM-SHA-256", "alice", credential))
+    sasl = SaslSettings(("PLAIN",), credentials, plain_over_plaintext=True, max_reauth_s=0.5)
+    handlers = StandIn(delay=0.4)  # correlation id 2: 0.8 s; 3: at once
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    server = KafkaServer(handlers, listener="SASL_PLAINTEXT", sasl=sasl)
+    port = asyncio.run_coroutine_threadsafe(server.start("127.0.0.1", 0), loop).result(10)
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(_sasl(ApiKey.SASL_HANDSHAKE, 1, mechanism="PLAIN"))
+            _read(sock)
+            sock.sendall(_sasl(ApiKey.SASL_AUTHENTICATE, 1, auth_bytes=b"\0alice\0secret"))
+            _read(sock)
+            sock.sendall(_metadata(2) + _metadata(3))  # 3's turn comes at 0.8 s, after the end
+            answered = [MetadataResponse.decode(_read(sock), version=1, header=True) for _ in "ab"]
+            assert [a._header.correlation_id for a in answered] == [2, 3]
+            sock.sendall(_metadata(6))  # sent after the end: the connection closes
+            assert _read(sock) == b""
+    finally:
+        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from tidelog import principals
 from tidelog.log.topics import Topic
 from tidelog.log.write.groupcommit import GroupCommitter
 from tidelog.log.write.plan import AppendResult
@@ -235,3 +236,34 @@ def test_an_urgent_request_flushes_without_waiting_for_the_window():
     time.sleep(0.2)
     assert not patient.done()  # the window holds a request that is not urgent
     assert len(writer.flushes) == 1
+
+
+def test_a_flush_is_made_for_the_roles_of_every_request_in_it():
+    """In ``tidelog dev`` functions share one committer: a flush's calls name every role whose
+    requests it carries, so each role must allow them (tidelog.local.iam)."""
+    seen: list[frozenset[str]] = []
+
+    class RoleRecordingWriter(RecordingWriter):
+        def upload(self, requests):
+            seen.append(principals.acting_for.get())
+            return super().upload(requests)
+
+    committer = GroupCommitter(RoleRecordingWriter(), flush_ms=200, flush_bytes=10**9, in_flight=1)
+    barrier = threading.Barrier(3)
+
+    def send(roles, partition):
+        with principals.acting_as(roles):
+            barrier.wait()
+            committer.append([request(partition)])
+
+    threads = [
+        threading.Thread(target=send, args=(roles, p))
+        for p, roles in enumerate([frozenset({"produce"}), frozenset({"agent"}), frozenset()])
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert seen == [frozenset({"produce", "agent"})]
+    committer.append([request(0)])  # made for no role: the flush names none
+    assert seen[-1] == frozenset()

@@ -97,6 +97,12 @@ def test_failed_logins_are_held_back_longer_per_user_and_forgotten_after_a_minut
     assert _login(settings, "alice", "guess")[1][-1].delay_s == FAILURE_DELAY_S
 
 
+def test_failures_naming_no_user_are_held_back_the_fixed_delay_and_count_against_nobody():
+    failures = FailedLogins(Clock())
+    assert [failures.record("") for _ in range(5)] == [FAILURE_DELAY_S] * 5
+    assert failures.record("alice") == FAILURE_DELAY_S
+
+
 def test_the_handshake_refuses_an_unoffered_mechanism_and_a_second_handshake():
     auth = Authenticator(_settings(), encrypted=True)
     refused = _handshake(auth, "PLAIN")
@@ -264,3 +270,23 @@ def test_connections_max_reauth_ms_bounds_every_session():
     assert auth.expired()
     unbounded, _ = _login(_settings(), "alice", "secret")
     assert not unbounded.expired()
+
+
+def test_a_renewal_tells_its_new_lifetime_once_it_completes_and_not_before():
+    """Kafka tells session_lifetime_ms in the answer that completes a login. A renewal's first
+    SCRAM answer once told the old session's last seconds, and librdkafka planned its next
+    renewal by them."""
+    clock = Clock()
+    settings = SaslSettings(SCRAM, _settings().credentials, max_reauth_s=30.0)
+    auth = Authenticator(settings, encrypted=True, clock=clock)
+    for when in (0.0, 27.0):
+        clock.now = when
+        assert _handshake(auth).answer["error_code"] == NONE
+        client = ScramClient("alice", "secret", "SCRAM-SHA-256")
+        first = _authenticate(auth, client.first_message())
+        assert first.answer["session_lifetime"] == 0
+        client.process_server_first_message(first.answer["auth_bytes"])
+        final = _authenticate(auth, client.final_message())
+        assert final.answer["session_lifetime"] == 30_000
+    clock.now = 56.0
+    assert not auth.expired()

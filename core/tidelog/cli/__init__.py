@@ -110,6 +110,20 @@ def parser() -> argparse.ArgumentParser:
         help="demand SigV4-signed requests, as the deployed stack's IAM authorization does, by "
         "this environment's AWS key ($AWS_ACCESS_KEY_ID, else test/test)",
     )
+    dev.add_argument(
+        "--template",
+        type=Path,
+        default=None,
+        help="the SAM template to run (default tidelog's own); its CodeUri and agents.yaml are "
+        "found beside it",
+    )
+    dev.add_argument(
+        "--no-role-policies",
+        dest="role_policies",
+        action="store_false",
+        help="do not hold each function's AWS calls to its role's policies (they are held by "
+        "default, and a refused call fails with AccessDenied naming the action)",
+    )
 
     agent = commands.add_parser(
         "agent", help="serve Kafka's wire protocol over a tidelog cluster (extra: kafka)"
@@ -186,6 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 iam_auth=args.iam_auth,
                 kafka_tls_port=args.kafka_tls_port if args.kafka_tls else None,
                 tls_dir=args.kafka_tls_dir,
+                template_file=args.template,
+                role_policies=args.role_policies,
             )
         except OSError as exc:
             print(f"tidelog dev: {exc}", file=sys.stderr)

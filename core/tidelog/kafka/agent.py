@@ -17,7 +17,7 @@ import threading
 import urllib.request
 from collections.abc import Sequence
 
-from tidelog import __version__, aws, clusters, collector, malloc, runtime
+from tidelog import __version__, aws, clusters, collector, malloc, runtime, threads
 from tidelog.acl_store import AclStore
 from tidelog.cluster import describe_cluster
 from tidelog.credentials import Credentials
@@ -115,8 +115,7 @@ class Agent:
         # any client is answered: a directory another process holds stops the start.
         runtime.appender()
         runtime.log_reader()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="tidelog-agent")
-        self._thread.daemon = True
+        self._thread = threads.thread(self._loop.run_forever, name="tidelog-agent")
         self._thread.start()
         self.port = asyncio.run_coroutine_threadsafe(self._listen(), self._loop).result(30)
         self._sweeper.start()

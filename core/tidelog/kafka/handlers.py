@@ -11,7 +11,6 @@ import contextlib
 import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tidelog import runtime
@@ -36,6 +35,7 @@ from tidelog.log.write.produce import log_append_time, parse_raw
 from tidelog.log.write.producers import InvalidProducerEpochError
 from tidelog.log.write.validate import ProducedBatch
 from tidelog.log.write.writer import AppendRequest
+from tidelog.threads import ContextPool
 from tidelog.transactions.coordinator import verify
 from tidelog.txn.guard import TxnGuard
 from tidelog.txn.state import ProducerFencedError, Txn
@@ -63,7 +63,7 @@ class Handlers:
         self._watcher = HighWatermarkWatcher(_high_watermarks)
         # A fetch's partitions are read at once: each read is a few round trips to DynamoDB
         # and S3, and a consumer waits for the slowest partition of its fetch, not their sum.
-        self._partition_reads = ThreadPoolExecutor(PARTITION_READS, thread_name_prefix="fetch")
+        self._partition_reads = ContextPool(PARTITION_READS, thread_name_prefix="fetch")
         self.metadata = MetadataHandlers(brokers)
         groups = GroupHandlers(brokers)
         consumer_groups = ConsumerGroupHandlers()

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
-from tidelog import runtime
+from tidelog import runtime, threads
 from tidelog.errors import TidelogError
 from tidelog.kafka.node import Node
 from tidelog.storage import (
@@ -182,7 +182,7 @@ class Registry:
         self._port = port
         self._listeners = tuple((listeners or {}).items())
         node = self.register()
-        self._thread = threading.Thread(target=self._beat, name="tidelog-registry", daemon=True)
+        self._thread = threads.thread(self._beat, name="tidelog-registry")
         self._thread.start()
         return node
 

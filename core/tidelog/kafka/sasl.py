@@ -22,8 +22,8 @@ connection.
 
 Failed logins are throttled: the failing answer is held back 100 ms (Kafka's
 ``connection.failed.authentication.delay.ms``), doubling with each recent failure of the same
-user up to 5 s, and the connection closes after it. The hold happens in the listener's event
-loop, so throttled clients occupy no worker thread.
+user up to 5 s (a failure naming no user: 100 ms), and the connection closes after it. The hold
+happens in the listener's event loop, so throttled clients occupy no worker thread.
 """
 
 from __future__ import annotations
@@ -65,7 +65,11 @@ class FailedLogins:
         self._lock = threading.Lock()
 
     def record(self, user: str) -> float:
-        """Count a failure; how long to hold its answer back."""
+        """Count a failure; how long to hold its answer back. A failure naming no user (a
+        malformed message) guesses no one's password: it is held back Kafka's fixed delay and
+        counts against nobody, so garbage from one client cannot slow another's."""
+        if not user:
+            return FAILURE_DELAY_S
         now = self._clock()
         with self._lock:
             recent = self._recent.setdefault(user, collections.deque())
@@ -180,6 +184,7 @@ class Authenticator:
         """SaslAuthenticate (after a v1 handshake): one token of the exchange."""
         if self._exchange is None or self.raw or (self.authenticated and not self._renewing):
             return self._refuse("ILLEGAL_SASL_STATE", "SaslAuthenticate out of turn", 0.0)
+        logging_in = not self.authenticated or self._renewing
         token, delay = self._step(bytes(request.body.auth_bytes))
         if token is None:
             return self._refuse(
@@ -188,9 +193,15 @@ class Authenticator:
                 f"SASL mechanism {self._mechanism}",
                 delay,
             )
-        lifetime_ms = 0 if self._ends is None else int((self._ends - self._clock()) * 1000)
+        # The lifetime is told once the login completes, as Kafka tells it: a renewal's first
+        # SCRAM answer once told the old session's last seconds, and librdkafka planned its
+        # next renewal by them.
+        completed = logging_in and self.authenticated and not self._renewing
+        lifetime_ms = 0
+        if completed and self._ends is not None:
+            lifetime_ms = max(int((self._ends - self._clock()) * 1000), 1)
         answer = {"error_code": NONE, "error_message": None, "auth_bytes": token}
-        return Step({**answer, "session_lifetime": max(lifetime_ms, 1) if self._ends else 0})
+        return Step({**answer, "session_lifetime": lifetime_ms})
 
     def authenticate_raw(self, token: bytes) -> tuple[bytes | None, float]:
         """A token sent bare after a v0 handshake, as Kafka's oldest clients send them: the

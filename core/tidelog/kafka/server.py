@@ -23,7 +23,6 @@ import logging
 import struct
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from tidelog.kafka.apis import ApiKey
@@ -43,6 +42,7 @@ from tidelog.kafka.listeners import PLAINTEXT
 from tidelog.kafka.principals import ANONYMOUS, PrincipalMappingError
 from tidelog.kafka.sasl import Authenticator, SaslSettings, Step
 from tidelog.kafka.tls import CHECK_EVERY_S, ServerTls
+from tidelog.threads import ContextPool
 
 log = logging.getLogger(__name__)
 
@@ -69,10 +69,10 @@ class KafkaServer:
         self._tls = tls
         self._sasl = sasl
         self._refresher: asyncio.Task[None] | None = None
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="tidelog-kafka")
+        self._pool = ContextPool(workers, thread_name_prefix="tidelog-kafka")
         # Requests that wait (a fetch's long poll, a member waiting for its group) do so in
         # threads of their own, so they never hold up the requests they are waiting for.
-        self._waiting_pool = ThreadPoolExecutor(waiters, thread_name_prefix="tidelog-wait")
+        self._waiting_pool = ContextPool(waiters, thread_name_prefix="tidelog-wait")
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
         self._requests: set[asyncio.Task[bytes | None]] = set()  # answers being made
@@ -216,6 +216,9 @@ class KafkaServer:
                 loop.call_soon_threadsafe(took_effect)
 
         pending = _Pending(loop.create_future())
+        # A request sent before its session ended may wait its turn behind slow ones past
+        # the end (a produce taking a second, as librdkafka renews at 90% of the session).
+        expired = who.auth is not None and who.auth.expired()
 
         async def in_turn() -> bytes | None:
             await turn
@@ -223,7 +226,7 @@ class KafkaServer:
             try:
                 now = request
                 if who.auth is not None:
-                    step = await self._sasl_step(request, who.auth, loop)
+                    step = await self._sasl_step(request, who.auth, loop, expired=expired)
                     if step is not None:
                         await asyncio.sleep(step.delay_s)
                         pending.then_close = step.closes
@@ -270,16 +273,23 @@ class KafkaServer:
         return pending, answered
 
     async def _sasl_step(
-        self, request: Request, auth: Authenticator, loop: asyncio.AbstractEventLoop
+        self,
+        request: Request,
+        auth: Authenticator,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        expired: bool,
     ) -> Step | None:
         """A SASL listener's gate: the handshake and the mechanism's exchange answered here;
         None for a request to serve (ApiVersions, or any once authenticated). Anything else
-        before authentication closes the connection, as Kafka's authenticator closes it."""
+        before authentication closes the connection, as Kafka's authenticator closes it;
+        so does a request that arrived after its session ended (``expired``: judged when it
+        arrived, not when its turn came, as Kafka judges it on receipt)."""
         if request.api_key == ApiKey.SASL_HANDSHAKE:
             return auth.handshake(request)
         if request.api_key == ApiKey.SASL_AUTHENTICATE:
             return await loop.run_in_executor(self._pool, auth.authenticate, request)
-        if auth.expired():  # KIP-368: a session that was not renewed in time
+        if expired:  # KIP-368: a session that was not renewed in time
             raise UnauthenticatedError("the SASL session expired without re-authentication")
         if auth.authenticated or request.api_key == ApiKey.API_VERSIONS:
             return None
@@ -306,6 +316,9 @@ class KafkaServer:
         writing = True
         while (pending := await answers.get()) is not None:
             if not writing:
+                # Unanswered, but its outcome read: a failure after the close (each pipelined
+                # request of an expired session fails alike) is no "never retrieved" error.
+                pending.future.add_done_callback(_outcome_read)
                 continue
             closes = pending.closes
             try:
@@ -325,6 +338,11 @@ class KafkaServer:
                 continue
             writing = False
             writer.close()  # the reading side sees the end and stops
+
+
+def _outcome_read(future: asyncio.Future[bytes | None]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 @dataclass(frozen=True)

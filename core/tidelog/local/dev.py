@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from tidelog import __version__, collector, malloc, runtime
+from tidelog import __version__, collector, malloc, principals, runtime
 from tidelog.cluster import describe_cluster
 from tidelog.kafka.agent import Agent
 from tidelog.local import sigv4
@@ -75,27 +75,34 @@ def start(
     iam_keys: Mapping[str, str] | None = None,
     kafka_tls_port: int | None = None,
     tls_dir: Path | None = None,
+    template_file: Path | None = None,
+    role_policies: bool = True,
 ) -> DevServer:
     """``flush_ms`` is the group commit window: this host is long-running, unlike a Lambda.
     The template's schedules (housekeeping) run at their rates, ``schedule_speedup`` times
     faster. A Kafka agent listens on ``kafka_port`` over the same stack. With ``iam_keys``
     (access key id -> secret) the API demands SigV4 signatures by them, as the deployed
     stack's IAM authorization does. With ``kafka_tls_port`` an SSL listener serves there too,
-    its certificate from a local CA made in ``tls_dir`` (else a fresh temporary directory)."""
+    its certificate from a local CA made in ``tls_dir`` (else a fresh temporary directory).
+    ``template_file`` replaces the packaged template. With ``role_policies`` every function's
+    AWS calls, and the agent's, are held to its role's policies (tidelog.local.iam)."""
     malloc.limit_arenas()
     tls = DevTls.create(host, tls_dir) if kafka_tls_port is not None else None
     emulator = Emulator(host, aws_port)
     emulator.start()
     try:
-        template = Template(template_path(), region=region)
+        template = Template(template_file or template_path(), region=region)
         overrides = {
             "TIDELOG_FLUSH_MS": str(flush_ms),
             "TIDELOG_STAGING_DIR": tempfile.mkdtemp(prefix="tidelog-staging-"),
             "TIDELOG_CACHE_DIR": tempfile.mkdtemp(prefix="tidelog-cache-"),
             # Kafka's default, for quickstarts and test suites; the deployed stack's is off.
             "TIDELOG_AUTO_CREATE_TOPICS": os.environ.get("TIDELOG_AUTO_CREATE_TOPICS", "true"),
+            "TIDELOG_LOCAL_IAM": "on" if role_policies else "off",
         }
         stack = deploy(template, emulator.url, overrides)
+        if role_policies:
+            emulator.enforce(stack.enforcer)
         runtime.reset()
         gateway = Gateway(
             template.routes(),
@@ -107,12 +114,14 @@ def start(
         )
         api = make_server(host, api_port, gateway, threaded=True)
         api.app = _with_console(gateway, api, signed=iam_keys is not None, region=region)
-        if tls is not None and kafka_tls_port is not None:
-            listeners = tls.listeners(kafka_port, kafka_tls_port)
-            agent = Agent(host, kafka_port, listeners=listeners, tls=tls.config())
-        else:
-            agent = Agent(host, kafka_port)
-        agent.start()
+        # The agent runs in the Fargate task's role (none if the template deploys no agents).
+        with principals.acting_as(frozenset({stack.agent_role} - {""})):
+            if tls is not None and kafka_tls_port is not None:
+                listeners = tls.listeners(kafka_port, kafka_tls_port)
+                agent = Agent(host, kafka_port, listeners=listeners, tls=tls.config())
+            else:
+                agent = Agent(host, kafka_port)
+            agent.start()
     except BaseException:
         emulator.stop()
         raise
@@ -152,6 +161,8 @@ def run(
     iam_auth: bool = False,
     kafka_tls_port: int | None = None,
     tls_dir: Path | None = None,
+    template_file: Path | None = None,
+    role_policies: bool = True,
 ) -> None:
     """Start, print where everything runs, serve until SIGINT or SIGTERM. ``iam_auth``: the
     API takes only requests signed by this environment's AWS key (else ``test``/``test``)."""
@@ -177,6 +188,8 @@ def run(
         iam_keys=local_keys() if iam_auth else None,
         kafka_tls_port=kafka_tls_port,
         tls_dir=tls_dir,
+        template_file=template_file,
+        role_policies=role_policies,
     )
     try:
         info = describe_cluster(

@@ -17,6 +17,7 @@ scope its query names.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 import urllib.parse
@@ -32,6 +33,9 @@ from moto.moto_server.werkzeug_app import (
 from werkzeug.serving import BaseWSGIServer, make_server
 
 from tidelog.local import motofixes
+from tidelog.local.iam import Enforcer, access_denied
+
+log = logging.getLogger(__name__)
 
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -42,14 +46,21 @@ MOTO_CONFIG = {"stepfunctions": {"execute_state_machine": True}}
 
 
 class LockedApp:
-    """A WSGI app that serves one request at a time, bodies included."""
+    """A WSGI app that serves one request at a time, bodies included; with an ``enforcer``,
+    only the requests its roles allow (checked outside the lock: it reads no state)."""
 
     def __init__(self, app: WSGIApp) -> None:
         self._app = app
         self.lock = threading.Lock()
+        self.enforcer: Enforcer | None = None
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
         _route_presigned(environ)
+        if self.enforcer is not None:
+            refusal = self.enforcer.check(environ)
+            if refusal is not None:
+                log.warning("AccessDenied: %s", refusal.message)
+                return access_denied(refusal, environ, start_response)
         if _is_lambda_invoke(environ):
             return list(self._app(environ, start_response))
         with self.lock:
@@ -90,6 +101,7 @@ class Emulator:
         self.host = host
         self._requested_port = port
         self._server: BaseWSGIServer | None = None
+        self._app: LockedApp | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -104,9 +116,13 @@ class Emulator:
 
     def start(self) -> None:
         motofixes.install()  # transactions and queries cost what they touch, not the table
-        app = LockedApp(DomainDispatcherApplication(create_backend_app))
+        self._app = LockedApp(DomainDispatcherApplication(create_backend_app))
         self._server = make_server(
-            self.host, self._requested_port, app, threaded=True, request_handler=MotoRequestHandler
+            self.host,
+            self._requested_port,
+            self._app,
+            threaded=True,
+            request_handler=MotoRequestHandler,
         )
         # moto's Step Functions tasks call back to localhost:$MOTO_PORT; DynamoDB Streams need
         # account-id endpoints off with recent botocore.
@@ -117,6 +133,12 @@ class Emulator:
         )
         self._thread.start()
         self._post("/moto-api/config", MOTO_CONFIG)
+
+    def enforce(self, enforcer: Enforcer | None) -> None:
+        """Check every call that names its roles against ``enforcer`` (None: check none)."""
+        if self._app is None:
+            raise RuntimeError("the emulator is not running")
+        self._app.enforcer = enforcer
 
     def stop(self) -> None:
         if self._server is not None:

@@ -8,6 +8,9 @@ safe to share between concurrent requests.
 
 :func:`install_moto_invoke_hook` makes moto's Lambda ``Invoke`` (used by Step Functions tasks)
 run these environments instead of Docker containers.
+
+An invocation runs in its function's role (``principal``, a role ARN): the AWS calls it makes
+name that role, and the emulator holds them to its policies (:mod:`tidelog.local.iam`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from tidelog import principals
 from tidelog.local.template import FunctionSpec
 
 Handler = Callable[[Any, Any], Any]
@@ -55,10 +59,13 @@ class LambdaContext:
 class FunctionRuntime:
     """One function's pool of execution environments."""
 
-    def __init__(self, spec: FunctionSpec, arn: str, *, max_environments: int = 32) -> None:
+    def __init__(
+        self, spec: FunctionSpec, arn: str, *, principal: str = "", max_environments: int = 32
+    ) -> None:
         _isolate_powertools_resolvers()
         self.spec = spec
         self.arn = arn
+        self.principal = principal
         self._idle: list[Handler] = []
         self._created = 0
         self._max = max_environments
@@ -70,6 +77,10 @@ class FunctionRuntime:
 
     def invoke(self, event: Any) -> Any:
         """Run the handler on ``event``; its exceptions propagate, as Lambda reports them."""
+        with principals.acting_as(frozenset({self.principal} if self.principal else ())):
+            return self._invoke(event)
+
+    def _invoke(self, event: Any) -> Any:
         handler = self._acquire()
         try:
             context = LambdaContext(

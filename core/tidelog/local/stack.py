@@ -12,6 +12,8 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
+from tidelog.local import iam
+from tidelog.local.iam import roles
 from tidelog.local.lambdas import FunctionRuntime, install_moto_invoke_hook
 from tidelog.local.template import Template, TemplateError
 
@@ -35,6 +37,10 @@ class Stack:
     """Functions' execution environments, by logical id."""
     environment: dict[str, str]
     """What the functions find in their environment."""
+    enforcer: iam.Enforcer
+    """The roles' policies, as the emulator enforces them (tidelog.local.iam)."""
+    agent_role: str
+    """The Kafka agents' task role's ARN ("" when the template deploys no agents)."""
 
     @property
     def bucket(self) -> str:
@@ -74,12 +80,16 @@ def deploy(template: Template, endpoint: str, overrides: Mapping[str, str] | Non
     functions = template.functions()
     environment = {**function_environment(functions, endpoint, region), **(overrides or {})}
     os.environ.update(environment)
+    policies = roles.policies(template)
     role = _lambda_role(aws_client("iam", endpoint, region))
     lam = aws_client("lambda", endpoint, region)
     runtimes: dict[str, FunctionRuntime] = {}
     for fn in functions:
         _create_function(lam, fn.name, fn.handler, role, fn.environment)
-        runtimes[fn.logical_id] = FunctionRuntime(fn, template.arn(fn.logical_id))
+        principal = roles.role_arn(template, fn.logical_id)
+        runtimes[fn.logical_id] = FunctionRuntime(
+            fn, template.arn(fn.logical_id), principal=principal
+        )
     install_moto_invoke_hook({rt.spec.name: rt for rt in runtimes.values()})
 
     sfn = aws_client("stepfunctions", endpoint, region)
@@ -87,7 +97,11 @@ def deploy(template: Template, endpoint: str, overrides: Mapping[str, str] | Non
         sfn.create_state_machine(
             name=machine.name, definition=machine.definition, roleArn=role, type=machine.type
         )
-    return Stack(template, runtimes, environment)
+    enforcer = iam.Enforcer(roles.account(template), policies)
+    agent_role = roles.agent_role_arn(template)
+    return Stack(
+        template, runtimes, environment, enforcer, agent_role if agent_role in policies else ""
+    )
 
 
 def create_table(ddb: Any, name: str, properties: Mapping[str, Any]) -> None:

@@ -122,6 +122,9 @@ class Template:
     path: Path
     stack_name: str = DEFAULT_CLUSTER
     region: str = "us-east-1"
+    parameters: Mapping[str, str] = field(default_factory=dict)
+    """Values for the template's parameters (a nested stack's, from its parent); the others
+    take their defaults."""
     body: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -182,6 +185,8 @@ class Template:
         }
         if name in pseudo:
             return pseudo[name]
+        if name in self.parameters:
+            return self.parameters[name]
         parameters = self.body.get("Parameters", {})
         if name in parameters:
             return str(parameters[name]["Default"])

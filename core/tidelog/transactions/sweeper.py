@@ -8,6 +8,8 @@ import logging
 import threading
 from collections.abc import Callable
 
+from tidelog import threads
+
 log = logging.getLogger(__name__)
 
 
@@ -16,7 +18,7 @@ class TimeoutSweeper:
         self._expire = expire
         self._interval_s = interval_s
         self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tidelog-txn-sweep", daemon=True)
+        self._thread = threads.thread(self._run, name="tidelog-txn-sweep")
 
     def start(self) -> None:
         self._thread.start()

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from tidelog.errors import ConflictError, InvalidRequestError, TidelogError
@@ -34,6 +33,7 @@ from tidelog.storage import (
     MetadataStore,
 )
 from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
+from tidelog.threads import ContextPool
 
 logger = logging.getLogger(__name__)
 
@@ -183,5 +183,5 @@ def delete_records_many(
     if len(wanted) <= 1:
         return [one(item) for item in wanted]
     threads = min(DELETIONS_AT_ONCE, len(wanted))
-    with ThreadPoolExecutor(threads, thread_name_prefix="delete-records") as pool:
+    with ContextPool(threads, thread_name_prefix="delete-records") as pool:
         return list(pool.map(one, wanted))

@@ -21,7 +21,6 @@ import logging
 import struct
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -43,6 +42,7 @@ from tidelog.log.read.indexcache import IndexCache
 from tidelog.log.segment import INDEX_INTERVAL_BYTES, CorruptIndexError, OffsetIndex, TimeIndex
 from tidelog.records import CorruptRecordError, RecordBatch, iter_batches, with_base_offset
 from tidelog.storage import Item, MetadataStore, ObjectNotFoundError, ObjectStore
+from tidelog.threads import ContextPool
 from tidelog.txn.stable import AbortedTxn
 
 logger = logging.getLogger(__name__)
@@ -115,7 +115,7 @@ class LogReader:
         self._whole_objects = whole_objects and cache is not None
         self._index_cache = index_cache
         self._aborted_cache = aborted_cache
-        self._pool = ThreadPoolExecutor(concurrency, thread_name_prefix="tidelog-get")
+        self._pool = ContextPool(concurrency, thread_name_prefix="tidelog-get")
 
     @property
     def cache(self) -> ObjectCache | None:

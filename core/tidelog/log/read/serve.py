@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +27,7 @@ from tidelog.errors import InvalidRequestError, TidelogError
 from tidelog.log.read.fetch import FetchedBatch, LogReader, PartitionData, wait_until
 from tidelog.log.topics import Topic, TopicCache
 from tidelog.records import RecordTooLargeError
+from tidelog.threads import ContextPool
 from tidelog.txn.markers import appended
 from tidelog.txn.stable import visible
 
@@ -110,7 +110,7 @@ class Answer:
     last_stable_offset: int
 
 
-_pool = ThreadPoolExecutor(8, thread_name_prefix="tidelog-fetch")
+_pool = ContextPool(8, thread_name_prefix="tidelog-fetch")
 
 
 def fetch_many(

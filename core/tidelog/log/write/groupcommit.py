@@ -9,6 +9,10 @@ limits it, up to ``in_flight`` flushes may overlap: their uploads run side by si
 commit strictly in the order they were taken, so each partition keeps its order (and an
 idempotent producer its sequence). Only the first is sent by the window; one more starts beside
 it only once ``flush_bytes`` are waiting, so objects stay big and PUTs per GiB stay few.
+
+A flush is made for every request in it: in ``tidelog dev``, where functions share this
+process, its calls name the roles of all of them (:data:`tidelog.principals.acting_for`), and each
+role must allow them.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from tidelog import principals
 from tidelog.log.write.plan import AppendResult, WithdrawnError
 from tidelog.log.write.writer import AppendRequest, Upload, Writer
 
@@ -36,6 +41,7 @@ class GroupCommitter:
         self._flush_bytes = flush_bytes
         self._max_in_flight = in_flight
         self._pending: list[tuple[AppendRequest, Future[AppendResult]]] = []
+        self._roles: dict[Future[AppendResult], frozenset[str]] = {}  # see the module's doc
         self._bytes = 0
         self._oldest = 0.0
         self._in_flight = 0
@@ -57,6 +63,7 @@ class GroupCommitter:
         ``urgent``: flush without waiting for the window (a transaction's markers: their
         caller waits, and nothing gathers behind them)."""
         futures: list[Future[AppendResult]] = []
+        roles = principals.acting_for.get()
         with self._wake:
             if not self._pending:
                 self._oldest = time.monotonic()
@@ -64,6 +71,8 @@ class GroupCommitter:
             for request in requests:
                 future: Future[AppendResult] = Future()
                 self._pending.append((request, future))
+                if roles:
+                    self._roles[future] = roles
                 self._bytes += sum(len(b.data) for b in request.batches)
                 futures.append(future)
             self._wake.notify()
@@ -76,8 +85,9 @@ class GroupCommitter:
                 while not self._due():
                     self._wake.wait(self._until_due())
                 taken = self._take()
+                roles = frozenset().union(*(self._roles.pop(f, frozenset()) for _, f in taken))
                 self._in_flight += 1
-            self._uploads.submit(self._flush, taken_so_far, taken)
+            self._uploads.submit(self._flush_for, roles, taken_so_far, taken)
             taken_so_far += 1
 
     def _due(self) -> bool:
@@ -109,6 +119,7 @@ class GroupCommitter:
             if request.is_withdrawn:
                 error = WithdrawnError("the client is gone: its request was withdrawn unsent")
                 future.set_result(AppendResult(request.partition, error=error))
+                self._roles.pop(future, None)
                 continue
             key = (request.topic.topic_id, request.partition)
             conditional = request.expected_offset is not None
@@ -123,6 +134,15 @@ class GroupCommitter:
         self._oldest = time.monotonic()
         self._urgent = False
         return taken
+
+    def _flush_for(
+        self,
+        roles: frozenset[str],
+        number: int,
+        taken: list[tuple[AppendRequest, Future[AppendResult]]],
+    ) -> None:
+        with principals.acting_as(roles):
+            self._flush(number, taken)
 
     def _flush(self, number: int, taken: list[tuple[AppendRequest, Future[AppendResult]]]) -> None:
         """Upload now; commit once every flush taken before this one has committed."""

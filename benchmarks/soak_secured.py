@@ -1,0 +1,216 @@
+"""A secured agent under sustained load: SASL_SSL with SCRAM-SHA-512, every request authorized
+by ACLs, sessions re-authenticated every 30 s (KIP-368; ``--reauth-ms``). Not part of
+`make bench` (it runs for minutes); run it as ``python -m benchmarks.soak_secured --minutes 5``,
+and with ``--plaintext`` for the same load on a PLAINTEXT listener without ACLs, the baseline.
+
+librdkafka produces at a steady rate (acks all) while a group of two librdkafka consumers reads;
+every window prints the agent's resident memory, the produce latency (produce() to delivery
+report) and the sessions renewed so far. At the end every acknowledged record must have been
+consumed: the run fails otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
+from tests.support import devserver
+from tests.support.agents import AgentProcess, output
+from tests.support.dynamodb_local import free_port
+
+from tidelog.local.certs import LocalCa
+
+PASSWORD = "soak-password"
+ADMIN, APP = "soak-admin", "soak-app"
+WINDOW_S = 30
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=5)
+    parser.add_argument("--rate", type=int, default=100, help="records per second (default 100)")
+    parser.add_argument("--reauth-ms", type=int, default=30_000, help="the agent's session bound")
+    parser.add_argument(
+        "--plaintext", action="store_true", help="the baseline: no TLS, SASL or ACLs"
+    )
+    args = parser.parse_args()
+    directory = Path(tempfile.mkdtemp(prefix="soak-tls-"))
+    ca = LocalCa.create(directory)
+    issued = ca.issue_server("agent", ["127.0.0.1"])
+    dev = devserver.start()
+    port = free_port()
+    try:
+        plain = AdminClient({"bootstrap.servers": dev.bootstrap})
+        info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192)
+        upserts = [UserScramCredentialUpsertion(u, info, PASSWORD.encode()) for u in (ADMIN, APP)]
+        for future in plain.alter_user_scram_credentials(upserts).values():
+            future.result(30)
+        secured = (
+            *("--ssl-certfile", str(issued.certfile), "--ssl-keyfile", str(issued.keyfile)),
+            *("--authorizer", "acls", "--super-users", f"User:{ADMIN}"),
+            *("--connections-max-reauth-ms", str(args.reauth_ms)),
+        )
+        protocol = "PLAINTEXT" if args.plaintext else "SASL_SSL"
+        agent = AgentProcess(
+            dev, "--listeners", f"{protocol}://:{port}", *(() if args.plaintext else secured)
+        )
+        cafile = None if args.plaintext else str(ca.cafile)
+        try:
+            return _soak(agent, port, cafile, args.minutes * 60, args.rate)
+        finally:
+            agent.stop()
+    finally:
+        dev.stop()
+
+
+def _settings(user: str, port: int, cafile: str | None) -> dict[str, str]:
+    if cafile is None:
+        return {"bootstrap.servers": f"127.0.0.1:{port}"}
+    return {
+        "bootstrap.servers": f"127.0.0.1:{port}",
+        "security.protocol": "SASL_SSL",
+        "ssl.ca.location": cafile,
+        "sasl.mechanisms": "SCRAM-SHA-512",
+        "sasl.username": user,
+        "sasl.password": PASSWORD,
+    }
+
+
+def _grant(admin: AdminClient, *, acls: bool) -> str:
+    topic = f"soak-{uuid.uuid4().hex[:6]}"
+    admin.create_topics([NewTopic(topic, 6, 1)])[topic].result(30)
+    if not acls:
+        return topic
+    principal = f"User:{APP}"
+    bindings = [
+        AclBinding(
+            kind, name, ResourcePatternType.PREFIXED, principal, "*", op, AclPermissionType.ALLOW
+        )
+        for kind, name, ops in (
+            (ResourceType.TOPIC, "soak-", (AclOperation.WRITE, AclOperation.READ)),
+            (ResourceType.GROUP, "soak-", (AclOperation.READ,)),
+        )
+        for op in ops
+    ]
+    for future in admin.create_acls(bindings).values():
+        future.result(30)
+    return topic
+
+
+def _soak(agent: AgentProcess, port: int, cafile: str | None, seconds: float, rate: int) -> int:
+    admin = AdminClient(_settings(ADMIN, port, cafile))
+    topic = _grant(admin, acls=cafile is not None)
+    acked: set[str] = set()
+    consumed: set[str] = set()
+    latencies: list[float] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def produce() -> None:
+        producer = Producer({**_settings(APP, port, cafile), "linger.ms": 5, "acks": "all"})
+        sent = 0
+        start = time.monotonic()
+        while not stop.is_set():
+            value = str(sent)
+            began = time.monotonic()
+
+            def delivered(err, msg, value=value, began=began) -> None:
+                if err is None:
+                    with lock:
+                        acked.add(value)
+                        latencies.append((time.monotonic() - began) * 1000)
+
+            producer.produce(topic, value.encode(), callback=delivered)
+            sent += 1
+            producer.poll(0)
+            ahead = sent / rate - (time.monotonic() - start)
+            if ahead > 0:
+                time.sleep(ahead)
+        producer.flush(60)
+
+    def consume(done: threading.Event) -> None:
+        consumer = Consumer(
+            {
+                **_settings(APP, port, cafile),
+                "group.id": "soak-group",
+                "auto.offset.reset": "earliest",
+            }
+        )
+        consumer.subscribe([topic])
+        while not done.is_set():
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                with lock:
+                    consumed.add(message.value().decode())
+        consumer.close()
+
+    drained = threading.Event()
+    threads = [threading.Thread(target=produce)] + [
+        threading.Thread(target=consume, args=(drained,)) for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    print(
+        "| minute | agent RSS, MiB | produce p50 / p99, ms | acked | consumed | sessions renewed |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        time.sleep(WINDOW_S)
+        with lock:
+            window, latencies[:] = sorted(latencies), []
+            counts = len(acked), len(consumed)
+        p50 = statistics.median(window) if window else float("nan")
+        p99 = window[int(len(window) * 0.99)] if window else float("nan")
+        renewed = len(re.findall(r"renewed", output(agent.log)))
+        minute = (time.monotonic() - started) / 60
+        print(
+            f"| {minute:.1f} | {_rss_mib(agent.process.pid):.0f} | {p50:.1f} / {p99:.1f} | "
+            f"{counts[0]:,} | {counts[1]:,} | {renewed} |",
+            flush=True,
+        )
+    stop.set()
+    threads[0].join()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        with lock:
+            if acked <= consumed:
+                break
+        time.sleep(1)
+    drained.set()
+    for thread in threads[1:]:
+        thread.join()
+    missing = acked - consumed
+    print(
+        f"\nacked {len(acked):,}, consumed {len(consumed):,}, "
+        f"acked but never consumed {len(missing)}"
+    )
+    return 1 if missing else 0
+
+
+def _rss_mib(pid: int) -> float:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) / 1024
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
