@@ -31,12 +31,9 @@ from moto.s3.models import S3Backend
 from tidelog.local import motofixes
 
 
-@pytest.fixture
-def backend() -> DynamoDBBackend:
-    motofixes.install()
-    backend = DynamoDBBackend("us-east-1", "123456789012")
+def _table(backend, name: str, sort_type: str) -> Table:
     backend.create_table(
-        "t",
+        name,
         schema=[
             {"AttributeName": "pk", "KeyType": "HASH"},
             {"AttributeName": "sk", "KeyType": "RANGE"},
@@ -44,7 +41,7 @@ def backend() -> DynamoDBBackend:
         throughput=None,
         attr=[
             {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": sort_type},
         ],
         global_indexes=None,
         indexes=None,
@@ -55,6 +52,14 @@ def backend() -> DynamoDBBackend:
         deletion_protection_enabled=False,
         warm_throughput=None,
     )
+    return backend.tables[name]
+
+
+@pytest.fixture
+def backend() -> DynamoDBBackend:
+    motofixes.install()
+    backend = DynamoDBBackend("us-east-1", "123456789012")
+    _table(backend, "t", "S")
     for sk, n in (("b", "1"), ("c", "2")):
         backend.put_item("t", {"pk": {"S": "p"}, "sk": {"S": sk}, "n": {"N": n}})
     return backend
@@ -168,30 +173,6 @@ def test_key_queries_answer_what_moto_answers(backend):
     for shape in shapes:
         assert query(backend, **shape) == query(backend, **shape, original=True), shape
     assert len(query(backend)) == 32  # b, c and k00-k29
-
-
-def _table(backend, name: str, sort_type: str) -> Table:
-    backend.create_table(
-        name,
-        schema=[
-            {"AttributeName": "pk", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        throughput=None,
-        attr=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": sort_type},
-        ],
-        global_indexes=None,
-        indexes=None,
-        streams=None,
-        billing_mode="PAY_PER_REQUEST",
-        sse_specification=None,
-        tags=[],
-        deletion_protection_enabled=False,
-        warm_throughput=None,
-    )
-    return backend.tables[name]
 
 
 _keys = st.one_of(
