@@ -105,7 +105,8 @@ def run(progress: Any = print) -> Section:
     section = Section(
         "The embedded stack",
         "Calls per second against moto's server, unlocked and behind tidelog's global lock "
-        "(same process, same run); and a request through the local API Gateway against a "
+        "(same process, same run); the same calls naming no role and held to the agents' role "
+        "(the role check, alternated); and a request through the local API Gateway against a "
         "direct call of the same handler. Ratios are what to read: absolute numbers move with "
         "the machine.",
         ("measurement", "threads", "baseline (ops/s)", "tidelog (ops/s)", "ratio"),
