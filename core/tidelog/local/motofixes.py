@@ -147,13 +147,12 @@ def _one_partition(original: Callable[..., Any]) -> Any:
         found = self.items.get(hash_key)
         if found is None:
             partition: list[Any] = []
-        elif self.range_key_attr and _BY_CAST_VALUE.issuperset(
-            item.range_key.type for item in found.values()
-        ):
+        elif self.range_key_attr and self.range_key_type in _BY_CAST_VALUE:
+            # moto refuses an item whose key is not of the table's declared type
             partition = sorted(found.values(), key=_sort_key)
             comparison = kwargs.get("range_comparison", args[0] if args else None)
             bounds = kwargs.get("range_objs", args[1] if len(args) > 1 else [])
-            partition = _in_range(partition, comparison, bounds)
+            partition = _in_range(partition, self.range_key_type, comparison, bounds)
         elif self.range_key_attr:
             partition = sorted(found.values(), key=lambda item: item.range_key)
         else:
@@ -178,13 +177,15 @@ def _sort_key(item: Any) -> Any:
     return item.range_key.cast_value
 
 
-def _in_range(partition: list[Any], comparison: str | None, bounds: list[Any]) -> list[Any]:
+def _in_range(
+    partition: list[Any], key_type: str, comparison: str | None, bounds: list[Any]
+) -> list[Any]:
     """The run of ``partition`` (sorted) whose sort keys ``comparison`` can match, and its
     neighbours; moto still applies the comparison itself, so a run too wide is only slower,
     never wrong."""
     if not comparison or not partition or not bounds:
         return partition
-    if any(b.type != partition[0].range_key.type or b.type not in _BY_CAST_VALUE for b in bounds):
+    if any(b.type != key_type for b in bounds):
         return partition  # DynamoDB refuses a key of another type; leave it to moto
     low = bounds[0].cast_value
     high = bounds[-1].cast_value
