@@ -2,11 +2,15 @@
 call as slow as on AWS (``TIDELOG_FAULTS=aws-latency``; the distributions and their sources are
 in docs/cost.md), side by side with the same stack on the bare emulator.
 
-Both stacks run as Lambda does (``--flush-ms 0``: a flush per request). Measured: single-record
+Both stacks run as Lambda does (``--flush-per-request``). Measured: single-record
 JSON produce latency from 4 clients (p50/p99; goal p99 <= 300 ms), produce -> long-poll fetch
 latency on one partition, and a consumer group's join -> Stable. The emulator's own CPU is in
 both stack columns (on AWS it is S3's and DynamoDB's, inside their latencies), so a third column
 runs the handlers alone on in-memory stores under the same profile (benchmarks.inprocess).
+
+And through Kafka's protocol: a `tidelog agent` (group commit, its defaults) under the same
+profile, librdkafka sending one message at a time (benchmarks.kafka's latency driver); goal
+p99 <= 150 ms.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tests.support import devserver
+from tests.support.agents import AgentProcess
 
+from benchmarks import kafka
 from benchmarks.groups import _join_to_stable
 from benchmarks.inprocess import ROOT
 from benchmarks.report import Section, end_to_end
@@ -81,7 +87,7 @@ def _end_to_end(api: str) -> list[float]:
 
 
 def _measure(env: dict[str, str], progress: Any) -> dict[str, Any]:
-    stack = devserver.start("--flush-ms", "0", env={**devserver.FAST_GROUPS, **env})
+    stack = devserver.start("--flush-per-request", env={**devserver.FAST_GROUPS, **env})
     try:
         api = stack.api_url
         for name, partitions in (("latency", 6), ("e2e", 1), ("groups", 6)):
@@ -95,6 +101,21 @@ def _measure(env: dict[str, str], progress: Any) -> dict[str, Any]:
         return {"produce": produce, "e2e": e2e, "join": statistics.median(joins)}
     finally:
         stack.stop()
+
+
+def _through_an_agent(env: dict[str, str]) -> tuple[float, float]:
+    """librdkafka's one-at-a-time produce latency through an agent under ``env``'s profile."""
+    stack = devserver.start()
+    try:
+        _post(stack.api_url, "/v1/topics", {"name": "agent-latency", "partitions": 6})
+        agent = AgentProcess(stack, "--zone", "latency", environ={**kafka.PRODUCTION, **env})
+        try:
+            measured = kafka._drive("latency", agent.bootstrap, "agent-latency", "latency")
+        finally:
+            agent.stop()
+    finally:
+        stack.stop()
+    return measured["p50"], measured["p99"]
 
 
 def _handlers_alone() -> dict[str, tuple[float, float]]:
@@ -131,6 +152,9 @@ def run(progress: Any = print) -> Section:
     aws = _measure({"TIDELOG_FAULTS": "aws-latency", "TIDELOG_FAULT_SEED": SEED}, progress)
     progress("  the handlers alone, AWS latencies")
     alone = _handlers_alone()
+    progress("  through an agent, bare and with AWS latencies")
+    agent_bare = _through_an_agent({})
+    agent_aws = _through_an_agent({"TIDELOG_FAULTS": "aws-latency", "TIDELOG_FAULT_SEED": SEED})
 
     def ms(pair: tuple[float, float]) -> str:
         return f"{pair[0]:.0f} / {pair[1]:.0f} ms"
@@ -142,6 +166,13 @@ def run(progress: Any = print) -> Section:
             ms(aws["produce"]),
             ms(alone["produce"]),
             "p99 <= 300 ms (WarpStream: 400-600 ms p99 on S3 Standard)",
+        ),
+        (
+            "produce through an agent (librdkafka, one at a time), p50 / p99",
+            ms(agent_bare),
+            ms(agent_aws),
+            "-",
+            "p99 <= 150 ms",
         ),
         (
             "produce -> long-poll fetch, p50 / p99",

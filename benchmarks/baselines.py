@@ -146,7 +146,7 @@ def run(progress: Any = print) -> Section:
         "(`TIDELOG_FAULTS=aws-latency`). Then CPU per MiB.",
         ("measurement", "baseline", "tidelog", "ratio / target"),
     )
-    server = dev.start("127.0.0.1", 0, 0, flush_ms=0, kafka_port=0)
+    server = dev.start("127.0.0.1", 0, 0, group_commit=False, kafka_port=0)
     http, api = _beside(server)
     try:
         _compare(section, api, "", progress)
@@ -168,7 +168,7 @@ def run(progress: Any = print) -> Section:
         server.stop()
     os.environ.update(TIDELOG_FAULTS="aws-latency", TIDELOG_FAULT_SEED="15")
     try:
-        server = dev.start("127.0.0.1", 0, 0, flush_ms=0, kafka_port=0)
+        server = dev.start("127.0.0.1", 0, 0, group_commit=False, kafka_port=0)
         http, api = _beside(server)
         try:
             _compare(section, api, ", AWS latencies", progress)

@@ -149,7 +149,7 @@ def run(progress: Any = print) -> Section:
         ("measurement", "baseline", "tidelog", "ratio / target"),
     )
     os.environ["TIDELOG_ROLL_SETTLE_MS"] = "0"
-    server = dev.start("127.0.0.1", 0, 0, flush_ms=0, kafka_port=0)
+    server = dev.start("127.0.0.1", 0, 0, group_commit=False, kafka_port=0)
     try:
         api = server.api_url
         topic = _topic(api, partitions=1)

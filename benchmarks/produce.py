@@ -136,7 +136,7 @@ def run(progress: Any = print) -> Section:
         ("measurement", "baseline", "tidelog", "ratio / target"),
     )
     body = batch_bytes(1000)  # 1,000 records of 1 KiB: a ~1 MiB request
-    lambda_mode = dev.start("127.0.0.1", 0, 0, flush_ms=0, kafka_port=0)
+    lambda_mode = dev.start("127.0.0.1", 0, 0, group_commit=False, kafka_port=0)
     try:
         progress("  throughput, a flush per request")
         ours, raw = _throughput(lambda_mode, body, 20)

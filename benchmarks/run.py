@@ -29,6 +29,7 @@ from benchmarks import (
     security,
     spark,
     transactions,
+    wide,
 )
 
 MODULES = [
@@ -51,6 +52,7 @@ MODULES = [
     emulator,
     scale,
     partitions,
+    wide,
 ]
 OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 

@@ -49,7 +49,7 @@ def run(progress: Any = print) -> Section:
     from tidelog.spark import TidelogDataSource  # noqa: PLC0415
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
-    server = dev.start("127.0.0.1", 0, 0, flush_ms=0, kafka_port=0)
+    server = dev.start("127.0.0.1", 0, 0, group_commit=False, kafka_port=0)
     spark = (
         SparkSession.builder.master("local[2]")
         .config("spark.ui.enabled", "false")

@@ -22,12 +22,27 @@ _clients: dict[str, Any] = {}
 _lock = threading.Lock()
 
 PRINCIPAL_HEADER = "x-tidelog-principal"
+# From this size an S3 PUT asks to be confirmed before its body, as the Go SDK v2 does.
+CONTINUE_FROM_BYTES = 2 * 1024 * 1024
 
 
 def _name_principals(request: Any, **_: Any) -> None:
     roles = acting_for.get()
     if roles:
         request.headers[PRINCIPAL_HEADER] = ",".join(sorted(roles))
+
+
+def _continue_only_for_large_bodies(params: dict[str, Any], **_: Any) -> None:
+    """botocore sends every S3 PUT with ``Expect: 100-continue``: a round trip to S3 before the
+    body's first byte, on the produce path's latency. A flush object is small, and S3 refuses
+    one (a conditional PUT's 412) too rarely to save its bytes."""
+    from botocore.utils import determine_content_length  # noqa: PLC0415 - see client()
+
+    headers = params.get("headers", {})
+    if "Expect" in headers and (determine_content_length(params["body"]) or 0) < (
+        CONTINUE_FROM_BYTES
+    ):
+        del headers["Expect"]
 
 
 def client(service: str) -> Any:
@@ -54,6 +69,8 @@ def client(service: str) -> Any:
                 s3={"payload_signing_enabled": False},
             )
             built = boto3.session.Session().client(service, config=config)
+            if service == "s3":  # after botocore's own handler, which adds the header
+                built.meta.events.register_last("before-call.s3", _continue_only_for_large_bodies)
             if os.environ.get("TIDELOG_LOCAL_IAM") == "on":
                 built.meta.events.register("before-sign", _name_principals)
             _clients[service] = built

@@ -182,7 +182,7 @@ def appender() -> Writer | GroupCommitter:
     config = settings()
     claims.claim(config.staging_dir, "TIDELOG_STAGING_DIR")
     recover_staging(config.staging_dir, metadata_store(), clock_ms())
-    long_running = config.flush_ms > 0
+    long_running = config.group_commit
     # A long-running host serves its own writes to its readers from its cache (see ObjectCache).
     cache = log_reader().cache if long_running else None
     writer = Writer(
@@ -220,7 +220,7 @@ def log_reader() -> LogReader:
     # A long-running host (group commit on) reads flush objects whole (see ObjectCache). Every
     # host remembers the index entries it read lately (IndexCache): a warm Lambda environment
     # serving a consumer's next fetch skips the index query as an agent does.
-    long_running = config.flush_ms > 0
+    long_running = config.group_commit
     return LogReader(
         metadata_store(),
         objects,

@@ -31,9 +31,13 @@ class Settings:
     """S3 bucket holding the log's objects (``TIDELOG_BUCKET``)."""
     staging_dir: Path = Path(DEFAULT_STAGING_DIR)
     """Where flush objects are staged before upload (``TIDELOG_STAGING_DIR``)."""
+    group_commit: bool = False
+    """Whether concurrent requests share flushes, as a long-running host's do (the agent,
+    ``tidelog dev``); off, every request is its own flush, as in Lambda
+    (``TIDELOG_GROUP_COMMIT``, on or off)."""
     flush_ms: int = 0
-    """Group commit window of a long-running host; 0: every request is its own flush
-    (``TIDELOG_FLUSH_MS``)."""
+    """With group commit, the least time a flush gathers requests for once the host is idle;
+    0: a flush starts as soon as none is in flight (``TIDELOG_FLUSH_MS``)."""
     flush_bytes: int = DEFAULT_FLUSH_BYTES
     """Flush early once this much is waiting (``TIDELOG_FLUSH_BYTES``)."""
     flush_in_flight: int = DEFAULT_FLUSH_IN_FLIGHT
@@ -96,6 +100,7 @@ class Settings:
             table=environ["TIDELOG_TABLE"],
             bucket=environ["TIDELOG_BUCKET"],
             staging_dir=Path(environ.get("TIDELOG_STAGING_DIR") or DEFAULT_STAGING_DIR),
+            group_commit=_one_of(environ, "TIDELOG_GROUP_COMMIT", ("off", "on")) == "on",
             flush_ms=_number(environ, "TIDELOG_FLUSH_MS", 0),
             flush_bytes=_number(environ, "TIDELOG_FLUSH_BYTES", DEFAULT_FLUSH_BYTES),
             flush_in_flight=_at_least_one(

@@ -29,7 +29,9 @@ from kio.static.primitive import Records
 from tidelog.kafka.apis import API_VERSIONS, LEGACY_PRODUCE, ApiKey
 from tidelog.kafka.codec import (
     MAX_FRAME_BYTES,
+    SPLICE_FROM,
     FrameError,
+    KeyedPartitions,
     UnsupportedVersionError,
     decode_request,
     encode_response_as,
@@ -286,3 +288,78 @@ def test_an_errored_fetch_partition_reads_as_empty_records_in_every_client(versi
         (read,) = topic[1]
         assert read[0:2] == (3, 1)
         assert read[-1] == b""
+
+
+def _topic_answer(topic_id: str, partitions: int, leaders: tuple[int, ...], keyed: bool):
+    entries = [
+        {
+            "error_code": 0,
+            "partition_index": p,
+            "leader_id": leaders[p % len(leaders)],
+            "leader_epoch": 0,
+            "replica_nodes": [leaders[p % len(leaders)]],
+            "isr_nodes": [leaders[p % len(leaders)]],
+            "offline_replicas": [],
+        }
+        for p in range(partitions)
+    ]
+    return {
+        "error_code": 0,
+        "name": f"t-{topic_id[:4]}",
+        "topic_id": uuid.UUID(topic_id),
+        "is_internal": False,
+        "topic_authorized_operations": 8,
+        "partitions": KeyedPartitions(
+            (topic_id, partitions, leaders), len(entries), entries.__getitem__
+        )
+        if keyed
+        else entries,
+    }
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    api=st.sampled_from([ApiKey.METADATA, ApiKey.DESCRIBE_TOPIC_PARTITIONS]),
+    data=st.data(),
+    sizes=st.lists(st.sampled_from([0, 3, SPLICE_FROM, 150]), min_size=1, max_size=4),
+    leaders=st.lists(st.integers(0, 5), min_size=1, max_size=3).map(tuple),
+)
+def test_a_big_topic_s_entry_encoded_once_is_the_same_bytes_each_time(api, data, sizes, leaders):
+    """Big keyed topic entries are encoded once and spliced into later answers: every such
+    answer, first or cached, is byte for byte what encoding it whole gives."""
+    low, high = API_VERSIONS[api]
+    version = data.draw(st.integers(low, high))
+    ids = [str(uuid.UUID(int=data.draw(st.integers(0, 3)) + 1)) for _ in sizes]
+    keyed = [_topic_answer(i, n, leaders, keyed=True) for i, n in zip(ids, sizes, strict=True)]
+    plain = [_topic_answer(i, n, leaders, keyed=False) for i, n in zip(ids, sizes, strict=True)]
+    answer = {
+        "throttle_time": 0,
+        "error_code": 0,
+        "brokers": [{"node_id": 0, "host": "h", "port": 9092, "rack": None}],
+        "cluster_id": "c",
+        "controller_id": 0,
+        "cluster_authorized_operations": -(2**31),
+        "next_cursor": None,
+    }
+    expected = encode_response_as(api, version, 7, {**answer, "topics": plain})
+    for _ in range(2):  # the first encodes and keeps, the second splices what was kept
+        assert encode_response_as(api, version, 7, {**answer, "topics": keyed}) == expected
+
+
+def test_keyed_partitions_read_as_the_sequence_they_stand_for():
+    made = []
+
+    def entry(i):
+        made.append(i)
+        return {"partition_index": i}
+
+    partitions = KeyedPartitions("k", 3, entry)
+    assert made == []  # nothing is made until read
+    assert len(partitions) == 3
+    assert list(partitions) == [{"partition_index": i} for i in range(3)]
+    assert partitions[-1] == {"partition_index": 2}
+    assert partitions[1:] == [{"partition_index": 1}, {"partition_index": 2}]
+    assert partitions == KeyedPartitions("other key", 3, entry)  # by what they hold
+    assert partitions != [{"partition_index": 0}]
+    with pytest.raises(IndexError):
+        partitions[3]

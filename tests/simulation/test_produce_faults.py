@@ -136,3 +136,88 @@ def test_faults_and_crashes_lose_nothing_and_duplicate_nothing(seed, tmp_path):
 def test_a_retriable_error_is_never_a_4xx():
     error = TidelogError("x", kafka_error="KAFKA_STORAGE_ERROR")
     assert error.retriable
+
+
+WIDE = 120  # partitions in one flush: 3 items each, so its commit spans several transactions
+
+
+@pytest.mark.parametrize("seed", [random.randrange(2**32) for _ in range(3)])
+def test_a_flush_wider_than_a_transaction_commits_each_partition_once(seed, tmp_path):
+    """One flush for 120 partitions needs several DynamoDB transactions (100 items each at
+    most): under faults and crashes between them, each partition's records are still
+    committed exactly once, in order, and never lost once acknowledged."""
+    rng = random.Random(seed)
+    meta, objects = MemoryMetadataStore(), MemoryObjectStore(lambda: T0)
+    plan = FaultPlan(seed, before=0.05, after=0.05, resent=0.03)
+    transactions = []  # the items of each transaction tried
+
+    class Counting(CrashingMetadata):
+        def transact(self, ops):
+            transactions.append(len(ops))
+            super().transact(ops)
+
+    counting = Counting(meta, plan, rng, crash=0.03)
+    faulty_objects = CrashingObjects(objects, plan, rng, crash=0.03)
+    topic = Topics(meta, lambda: T0).create("wide", WIDE, {})
+    staging_dir = tmp_path / "staging"
+
+    def new_writer():
+        recover_staging(staging_dir, meta, T0)
+        return Writer(
+            counting,
+            faulty_objects,
+            StagingArea(staging_dir),
+            clock_ms=lambda: T0,
+            sleep=lambda s: None,
+            jitter=rng.random,
+        )
+
+    writer = new_writer()
+    acknowledged = {}  # (partition, offset) -> value
+    sequence = dict.fromkeys(range(WIDE), 0)
+    for _ in range(6):
+        counts = {p: rng.randint(1, 2) for p in range(WIDE)}
+        waiting = set(range(WIDE))
+        for _attempt in range(100):
+            if not waiting:
+                break
+            order = sorted(waiting)
+            requests = [
+                AppendRequest(
+                    topic,
+                    p,
+                    validate_batches(
+                        batch(7, sequence[p], counts[p]),
+                        max_message_bytes=10**6,
+                        log_append_time=None,
+                    ),
+                )
+                for p in order
+            ]
+            try:
+                results = writer.append(requests)
+            except Crash:
+                writer = new_writer()
+                continue
+            for p, result in zip(order, results, strict=True):
+                if result.error is not None:
+                    assert result.error.retriable, f"seed {seed}: {result.error}"
+                    continue
+                for i in range(counts[p]):
+                    value = f"p7-s{sequence[p] + i}".encode()
+                    acknowledged[(p, result.base_offset + i)] = value
+                sequence[p] += counts[p]
+                waiting.discard(p)
+        assert not waiting, f"seed {seed}: partitions never acknowledged: {sorted(waiting)}"
+    recover_staging(staging_dir, meta, T0)
+
+    assert max(transactions) <= 100
+    assert len(transactions) > 6 * 3, f"seed {seed}: flushes were not split"
+    for partition in range(WIDE):
+        records = list(committed_records(meta, objects, topic.topic_id, partition))
+        assert [r.offset for r in records] == list(range(len(records))), f"seed {seed}"
+        values = [r.value for r in records]
+        assert len(values) == len(set(values)), f"seed {seed}: a duplicate"
+        for record in records:
+            assert acknowledged[(partition, record.offset)] == record.value, f"seed {seed}"
+    assert len(acknowledged) == sum(sequence.values())

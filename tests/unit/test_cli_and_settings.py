@@ -61,6 +61,23 @@ def test_flushes_in_flight_are_at_least_one():
             Settings.from_env({**base, "TIDELOG_FLUSH_IN_FLIGHT": bad})
 
 
+def test_group_commit_is_its_own_switch_and_flushes_at_once_by_default(monkeypatch):
+    """A Lambda's environment names neither: every request is its own flush. A long-running
+    host turns group commit on, and its least window defaults to none."""
+    base = {"TIDELOG_TABLE": "t", "TIDELOG_BUCKET": "b"}
+    assert not Settings.from_env(base).group_commit
+    grouped = Settings.from_env({**base, "TIDELOG_GROUP_COMMIT": "on"})
+    assert (grouped.group_commit, grouped.flush_ms) == (True, 0)
+    with pytest.raises(ConfigurationError, match="TIDELOG_GROUP_COMMIT='yes' is not one of"):
+        Settings.from_env({**base, "TIDELOG_GROUP_COMMIT": "yes"})
+    monkeypatch.delenv("TIDELOG_FLUSH_MS", raising=False)
+    dev = cli.parser().parse_args(["dev"])
+    assert (dev.flush_ms, dev.group_commit) == (0, True)
+    alone = cli.parser().parse_args(["dev", "--flush-per-request", "--flush-ms", "5"])
+    assert (alone.flush_ms, alone.group_commit) == (5, False)
+    assert cli.parser().parse_args(["agent", "--flush-ms", "20"]).flush_ms == 20
+
+
 def test_the_stores_run_under_a_named_fault_profile_or_none(monkeypatch):
     base = {"TIDELOG_TABLE": "t", "TIDELOG_BUCKET": "b"}
     assert Settings.from_env(base).faults == ""

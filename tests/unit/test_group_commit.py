@@ -81,6 +81,43 @@ def test_concurrent_requests_share_one_flush():
     assert all(r.error is None for r in results)
 
 
+def test_an_idle_host_flushes_at_once_and_gathers_while_a_flush_is_in_flight():
+    """The classic group commit (flush_ms 0): the first request is not held for a window;
+    those that come during its flush go together in the next one, in the order they came."""
+    release = threading.Event()
+    writer = RecordingWriter(hold={0: release})
+    committer = GroupCommitter(writer, flush_ms=0, flush_bytes=10**9, in_flight=1)
+    first = request(0)
+    threads, results = send_in_background(committer, [first])
+    wait_for(lambda: len(writer.flushes) == 1)  # under way, with nothing else to wait for
+    later = [request(p % 4 + 1) for p in range(6)]
+    more, _ = send_in_background(committer, later)
+    wait_for(lambda: len(committer._pending) == len(later))
+    assert len(writer.flushes) == 1  # gathered behind the flush in flight
+    release.set()
+    for t in threads + more:
+        t.join(10)
+    assert [len(f) for f in writer.flushes] == [1, 6]
+    assert {id(r) for r in writer.flushes[1]} == {id(r) for r in later}
+    assert results[id(first)].error is None
+
+
+def test_a_least_window_holds_an_idle_host_s_first_request():
+    """flush_ms > 0 gathers after an idle host's first request: here the window is a minute,
+    so only flush_bytes (reached by the third request) sends it."""
+    writer = RecordingWriter()
+    committer = GroupCommitter(writer, flush_ms=60_000, flush_bytes=30, in_flight=1)
+    threads, _ = send_in_background(committer, [request(0)])
+    wait_for(lambda: len(committer._pending) == 1)
+    more, _ = send_in_background(committer, [request(1)])
+    wait_for(lambda: len(committer._pending) == 2)
+    assert writer.flushes == []
+    last, _ = send_in_background(committer, [request(2)])
+    for t in threads + more + last:
+        t.join(10)
+    assert [len(f) for f in writer.flushes] == [3]
+
+
 def test_flush_bytes_flushes_early():
     writer = RecordingWriter()
     committer = GroupCommitter(writer, flush_ms=60_000, flush_bytes=100, in_flight=1)

@@ -12,12 +12,14 @@ from __future__ import annotations
 import copy
 import gc
 import json
+import os
 import weakref
 from decimal import Decimal
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from moto import backends
 from moto.core.responses import ActionContext
 from moto.core.serialize import get_serializer_class
 from moto.core.utils import get_service_model
@@ -322,3 +324,17 @@ def test_data_plane_answers_are_written_as_moto_writes_them(operation, result):
     slow = motofixes.MOTO_EXECUTE_RESULT(DynamoResult(copy.deepcopy(result)), context)
     assert fast[0] == slow[0] == 200
     assert json.loads(fast[2]) == json.loads(slow[2])
+
+
+def test_the_services_are_listed_once_not_on_every_request(monkeypatch):
+    """moto's dispatcher asks for its services on every request; after install the answer
+    is the listing moto made, without touching the disk again."""
+    motofixes.install()
+    listed = set(backends.list_of_moto_modules())
+    assert {"s3", "dynamodb", "stepfunctions", "awslambda"} <= listed
+
+    def no_disk(path):
+        raise AssertionError(f"listed {path} again")
+
+    monkeypatch.setattr(os, "listdir", no_disk)
+    assert set(backends.list_of_moto_modules()) == listed

@@ -6,6 +6,8 @@ import struct
 
 import pytest
 from aiokafka.record.default_records import _DefaultRecordBatchBuilderPy, _DefaultRecordBatchPy
+from hypothesis import given
+from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from tidelog.records import (
@@ -315,3 +317,8 @@ def test_record_attributes_are_ignored_as_java_does():
     batch = RecordBatch(recrc(raw))
     batch.validate()
     assert batch.records()[0].value == b"value"
+
+
+@given(st.binary(max_size=64), st.binary(max_size=64))
+def test_a_crc_goes_on_from_the_crc_of_what_came_before(first, then):
+    assert crc32c(then, crc32c(first)) == crc32c(first + then)

@@ -35,6 +35,12 @@ def _port(name: str, default: int) -> int:
     return int(value)
 
 
+FLUSH_HELP = (
+    "group commit's least window in ms: how long an idle host gathers produce requests before "
+    "a flush; 0 flushes at once, and requests gather only while a flush is in flight"
+)
+
+
 def _kafka_and_flush(command: argparse.ArgumentParser, *, kafka_help: str, flush_help: str) -> None:
     """The options `tidelog dev` and `tidelog agent` share: the Kafka port and group commit."""
     command.add_argument(
@@ -46,8 +52,8 @@ def _kafka_and_flush(command: argparse.ArgumentParser, *, kafka_help: str, flush
     command.add_argument(
         "--flush-ms",
         type=int,
-        default=_port("TIDELOG_FLUSH_MS", 10),
-        help=f"{flush_help} (default $TIDELOG_FLUSH_MS or 10)",
+        default=_port("TIDELOG_FLUSH_MS", 0),
+        help=f"{flush_help} (default $TIDELOG_FLUSH_MS or 0)",
     )
 
 
@@ -76,7 +82,14 @@ def parser() -> argparse.ArgumentParser:
     _kafka_and_flush(
         dev,
         kafka_help="port of the Kafka agent",
-        flush_help="group commit window in ms; 0 flushes every request alone, as Lambda does",
+        flush_help=FLUSH_HELP,
+    )
+    dev.add_argument(
+        "--flush-per-request",
+        dest="group_commit",
+        action="store_false",
+        help="flush every produce request alone, as the Lambda functions do, instead of group "
+        "commit",
     )
 
     dev.add_argument(
@@ -152,7 +165,7 @@ def parser() -> argparse.ArgumentParser:
     _kafka_and_flush(
         agent,
         kafka_help="port to listen on",
-        flush_help="group commit window in ms: produces from every connection share it",
+        flush_help=FLUSH_HELP,
     )
     listening.add_options(agent)
 
@@ -195,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.api_port,
                 args.aws_port,
                 args.flush_ms,
+                group_commit=args.group_commit,
                 schedule_speedup=args.schedule_speedup,
                 kafka_port=args.kafka_port,
                 iam_auth=args.iam_auth,

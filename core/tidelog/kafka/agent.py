@@ -181,7 +181,7 @@ def run(
         os.environ.update(TIDELOG_TABLE=location.table, TIDELOG_BUCKET=location.bucket)
         if location.state_machine and not os.environ.get("TIDELOG_ASSIGNMENT_STATE_MACHINE"):
             os.environ["TIDELOG_ASSIGNMENT_STATE_MACHINE"] = location.state_machine
-    os.environ["TIDELOG_FLUSH_MS"] = str(flush_ms)
+    os.environ.update(TIDELOG_GROUP_COMMIT="on", TIDELOG_FLUSH_MS=str(flush_ms))
     runtime.reset()
     malloc.limit_arenas()
     stopping = threading.Event()

@@ -39,9 +39,15 @@ def visible(nodes: Iterable[Node], zone: str | None) -> tuple[Node, ...]:
 def owner(nodes: Sequence[Node], key: str) -> Node:
     """The agent with the highest rendezvous score for ``key``. When an agent comes or goes,
     only the keys it owns (or comes to own) move; the rest stay where they were."""
-    if not nodes:
+    chosen = owner_id([node.node_id for node in nodes], key)
+    return next(node for node in nodes if node.node_id == chosen)
+
+
+def owner_id(node_ids: Sequence[int], key: str) -> int:
+    """:func:`owner`, by node id."""
+    if not node_ids:
         raise ValueError("rendezvous over no agents")
-    return max(nodes, key=lambda node: (_score(node.node_id, key), node.node_id))
+    return max(node_ids, key=lambda node_id: (_score(node_id, key), node_id))
 
 
 def partition_key(topic_id: str, partition: int) -> str:

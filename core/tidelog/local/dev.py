@@ -68,7 +68,8 @@ def start(
     api_port: int,
     aws_port: int,
     *,
-    flush_ms: int = 10,
+    flush_ms: int = 0,
+    group_commit: bool = True,
     region: str = "us-east-1",
     schedule_speedup: float = 1.0,
     kafka_port: int = 9092,
@@ -78,7 +79,9 @@ def start(
     template_file: Path | None = None,
     role_policies: bool = True,
 ) -> DevServer:
-    """``flush_ms`` is the group commit window: this host is long-running, unlike a Lambda.
+    """This host is long-running, unlike a Lambda: produce requests share flushes (group
+    commit, gathering for at least ``flush_ms`` once idle); without ``group_commit`` each is
+    its own flush, as in Lambda.
     The template's schedules (housekeeping) run at their rates, ``schedule_speedup`` times
     faster. A Kafka agent listens on ``kafka_port`` over the same stack. With ``iam_keys``
     (access key id -> secret) the API demands SigV4 signatures by them, as the deployed
@@ -93,6 +96,7 @@ def start(
     try:
         template = Template(template_file or template_path(), region=region)
         overrides = {
+            "TIDELOG_GROUP_COMMIT": "on" if group_commit else "off",
             "TIDELOG_FLUSH_MS": str(flush_ms),
             "TIDELOG_STAGING_DIR": tempfile.mkdtemp(prefix="tidelog-staging-"),
             "TIDELOG_CACHE_DIR": tempfile.mkdtemp(prefix="tidelog-cache-"),
@@ -156,6 +160,7 @@ def run(
     aws_port: int,
     flush_ms: int,
     *,
+    group_commit: bool = True,
     schedule_speedup: float = 1.0,
     kafka_port: int = 9092,
     iam_auth: bool = False,
@@ -183,6 +188,7 @@ def run(
         api_port,
         aws_port,
         flush_ms=flush_ms,
+        group_commit=group_commit,
         schedule_speedup=schedule_speedup,
         kafka_port=kafka_port,
         iam_keys=local_keys() if iam_auth else None,

@@ -5,6 +5,9 @@ moto applies conditional writes and transactions without locking: measured here,
 ``TransactWriteItems`` let two conditional writers both win. Real DynamoDB and S3 never do. Serving
 every request under one lock makes each API call atomic, which is all the real services promise.
 
+It is served over HTTP/1.1 with kept connections (:mod:`tidelog.local.serving`), as AWS's
+endpoints are: a call pays no TCP connection of its own.
+
 Lambda ``Invoke`` is the one call served outside the lock: the function it runs calls back into
 the emulator, and would wait forever for the lock its own invocation holds.
 
@@ -16,24 +19,20 @@ scope its query names.
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import os
 import threading
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from moto.moto_server.werkzeug_app import (
-    DomainDispatcherApplication,
-    MotoRequestHandler,
-    create_backend_app,
-)
-from werkzeug.serving import BaseWSGIServer, make_server
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
 from tidelog.local import motofixes
 from tidelog.local.iam import Enforcer, access_denied
+from tidelog.local.serving import Server
 
 log = logging.getLogger(__name__)
 
@@ -100,15 +99,14 @@ class Emulator:
     def __init__(self, host: str = "127.0.0.1", port: int = 4566) -> None:
         self.host = host
         self._requested_port = port
-        self._server: BaseWSGIServer | None = None
+        self._server: Server | None = None
         self._app: LockedApp | None = None
-        self._thread: threading.Thread | None = None
 
     @property
     def port(self) -> int:
         if self._server is None:
             raise RuntimeError("the emulator is not running")
-        return int(self._server.server_address[1])
+        return self._server.port
 
     @property
     def url(self) -> str:
@@ -117,21 +115,13 @@ class Emulator:
     def start(self) -> None:
         motofixes.install()  # transactions and queries cost what they touch, not the table
         self._app = LockedApp(DomainDispatcherApplication(create_backend_app))
-        self._server = make_server(
-            self.host,
-            self._requested_port,
-            self._app,
-            threaded=True,
-            request_handler=MotoRequestHandler,
+        self._server = Server(
+            self._app, self.host, self._requested_port, name="tidelog-aws-emulator"
         )
         # moto's Step Functions tasks call back to localhost:$MOTO_PORT; DynamoDB Streams need
         # account-id endpoints off with recent botocore.
         os.environ["MOTO_PORT"] = str(self.port)
         os.environ.setdefault("AWS_ACCOUNT_ID_ENDPOINT_MODE", "disabled")
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="tidelog-aws-emulator", daemon=True
-        )
-        self._thread.start()
         self._post("/moto-api/config", MOTO_CONFIG)
 
     def enforce(self, enforcer: Enforcer | None) -> None:
@@ -142,18 +132,17 @@ class Emulator:
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._server = self._thread = None
+            self._server.stop()
+        self._server = None
 
     def _post(self, path: str, payload: object) -> None:
-        request = urllib.request.Request(  # noqa: S310 - our own http:// loopback server
-            self.url + path,
-            data=json.dumps(payload).encode(),
-            headers={"Content-Type": "application/json"},
-            method="POST",
-        )
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - our loopback
-            response.read()
+        """Not with urllib, which asks the server to close the connection: the server would
+        then close first and hold the port in TIME_WAIT for a minute after the emulator
+        stops. Here the client closes, so the wait is on its side."""
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=10)
+        try:
+            body = json.dumps(payload).encode()
+            connection.request("POST", path, body, {"Content-Type": "application/json"})
+            connection.getresponse().read()
+        finally:
+            connection.close()

@@ -15,5 +15,6 @@ except ImportError as exc:  # pragma: no cover - the package is a hard dependenc
     ) from exc
 
 
-def crc32c(data: bytes | bytearray | memoryview) -> int:
-    return int(_crc32c(data))
+def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
+    """The CRC of ``data``; or, given the CRC of what came before it as ``value``, of both."""
+    return int(_crc32c(data, value))

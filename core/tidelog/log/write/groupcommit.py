@@ -1,13 +1,17 @@
 """Group commit, for a long-running host: concurrent requests share one object and one commit.
 
-Each request waits (acks=all) while the flusher gathers everything pending for up to
-``flush_ms``, or until ``flush_bytes`` are waiting, then writes it all as one flush. Fewer, larger
-objects and transactions: far fewer S3 PUTs per GiB. In Lambda each request is its own flush.
+A request that finds the host idle is flushed at once; requests that come while a flush is in
+flight wait (acks=all) and go together in the next one. So one client sending one message at a
+time waits one PUT and one commit, and many clients get big objects and few PUTs, without a
+timer: the flush in flight is the window, and it grows with the load. ``flush_ms``, when set,
+is a least window: an idle host gathers that long before it flushes, for fewer PUTs at low
+rates (docs/cost.md). Past ``flush_bytes`` waiting, a flush starts at once. In Lambda each
+request is its own flush.
 
 One flush at a time caps a host at one object per PUT and commit; where their latency is what
 limits it, up to ``in_flight`` flushes may overlap: their uploads run side by side, and they
 commit strictly in the order they were taken, so each partition keeps its order (and an
-idempotent producer its sequence). Only the first is sent by the window; one more starts beside
+idempotent producer its sequence). Only the first starts on an idle host; one more starts beside
 it only once ``flush_bytes`` are waiting, so objects stay big and PUTs per GiB stay few.
 
 A flush is made for every request in it: in ``tidelog dev``, where functions share this

@@ -44,11 +44,12 @@ class StagingArea:
 
     def stage(self, object_key: str, body: bytes) -> Path:
         key = object_key.encode()
-        payload = KEY_LENGTH.pack(len(key)) + key + body
+        prefix = KEY_LENGTH.pack(len(key)) + key
+        crc = crc32c(body, crc32c(prefix))  # the payload's, without copying the body into it
         path = self.directory / f"{uuid.uuid4().hex}{SUFFIX}"
         with path.open("wb") as handle:
-            handle.write(FRAME.pack(MAGIC, len(payload), crc32c(payload)))
-            handle.write(payload)
+            handle.write(FRAME.pack(MAGIC, len(prefix) + len(body), crc) + prefix)
+            handle.write(body)
         return path
 
     @staticmethod
