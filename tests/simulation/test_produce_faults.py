@@ -62,15 +62,9 @@ def batch(producer_id, sequence, count):
     return builder.build()
 
 
-@pytest.mark.parametrize("seed", [random.randrange(2**32) for _ in range(6)])
-def test_faults_and_crashes_lose_nothing_and_duplicate_nothing(seed, tmp_path):
-    rng = random.Random(seed)
-    meta, objects = MemoryMetadataStore(), MemoryObjectStore(lambda: T0)
-    plan = FaultPlan(seed, before=0.08, after=0.08, resent=0.05)
-    faulty_meta = CrashingMetadata(meta, plan, rng, crash=0.05)
-    faulty_objects = CrashingObjects(objects, plan, rng, crash=0.05)
-    topic = Topics(meta, lambda: T0).create("faulty", 2, {})
-    staging_dir = tmp_path / "staging"
+def writers(meta, faulty_meta, faulty_objects, staging_dir, rng):
+    """A new writer each call, as a restarted process makes one: its staging area recovered
+    first."""
 
     def new_writer():
         recover_staging(staging_dir, meta, T0)
@@ -83,6 +77,19 @@ def test_faults_and_crashes_lose_nothing_and_duplicate_nothing(seed, tmp_path):
             jitter=rng.random,
         )
 
+    return new_writer
+
+
+@pytest.mark.parametrize("seed", [random.randrange(2**32) for _ in range(6)])
+def test_faults_and_crashes_lose_nothing_and_duplicate_nothing(seed, tmp_path):
+    rng = random.Random(seed)
+    meta, objects = MemoryMetadataStore(), MemoryObjectStore(lambda: T0)
+    plan = FaultPlan(seed, before=0.08, after=0.08, resent=0.05)
+    faulty_meta = CrashingMetadata(meta, plan, rng, crash=0.05)
+    faulty_objects = CrashingObjects(objects, plan, rng, crash=0.05)
+    topic = Topics(meta, lambda: T0).create("faulty", 2, {})
+    staging_dir = tmp_path / "staging"
+    new_writer = writers(meta, faulty_meta, faulty_objects, staging_dir, rng)
     writer = new_writer()
     acknowledged = {}  # (partition, offset) -> value
     crashes = 0
@@ -160,18 +167,7 @@ def test_a_flush_wider_than_a_transaction_commits_each_partition_once(seed, tmp_
     faulty_objects = CrashingObjects(objects, plan, rng, crash=0.03)
     topic = Topics(meta, lambda: T0).create("wide", WIDE, {})
     staging_dir = tmp_path / "staging"
-
-    def new_writer():
-        recover_staging(staging_dir, meta, T0)
-        return Writer(
-            counting,
-            faulty_objects,
-            StagingArea(staging_dir),
-            clock_ms=lambda: T0,
-            sleep=lambda s: None,
-            jitter=rng.random,
-        )
-
+    new_writer = writers(meta, counting, faulty_objects, staging_dir, rng)
     writer = new_writer()
     acknowledged = {}  # (partition, offset) -> value
     sequence = dict.fromkeys(range(WIDE), 0)
