@@ -27,7 +27,7 @@ from tidelog.groups.model import (
 from tidelog.groups.offsets import OffsetCommit
 from tidelog.groups.rebalancer import execution_name
 from tidelog.log import keys
-from tidelog.storage import Put
+from tidelog.storage import ConditionFailedError, Put
 
 
 def tp(topic, partition):
@@ -592,3 +592,34 @@ def test_a_group_made_anew_has_a_new_incarnation():
     coord.join("g", JoinRequest(topics=("t",), session_timeout_ms=6000))
     assert was
     assert coord.load("g").incarnation not in ("", was)
+
+
+def test_a_rebalance_counts_its_timeout_from_when_it_is_written_not_when_it_was_asked():
+    """A join whose write waited behind others (a busy moment's retries) begins the new
+    generation only once written: the members still have the whole rebalance timeout from
+    then to rejoin. Counted from the join's arrival, a member that heartbeated Stable just
+    before the write was timed out early, and its partitions handed on while it held them."""
+    coord, rebalancer, topics, clock, meta = coordinator()
+    topics.create("t0", 2, {})
+    stuck = join(coord, topics=("t0",), session_timeout_ms=5000, rebalance_timeout_ms=800)
+    rebalancer.run()
+    transact = meta.transact
+    busy = [True]
+
+    def contended(writes):
+        if busy.pop() if busy else False:
+            clock.now += 700  # the write waits behind others, then finds the group changed
+            raise ConditionFailedError("another member's write came first")
+        return transact(writes)
+
+    meta.transact = contended
+    join(coord, topics=("t0",), session_timeout_ms=5000, rebalance_timeout_ms=800)
+    meta.transact = transact
+    clock.now += 700  # 1,400 ms after the join arrived, 700 after generation 2 was written
+    with pytest.raises(RebalanceInProgressError):
+        coord.heartbeat("g", stuck.member_id, 1)
+    assert rebalancer.run()[-1]["waiting"] is True  # stuck may still rejoin
+    clock.now += 101  # the timeout has run out, from the write
+    assert [a["stale"] for a in rebalancer.run()][:1] == [True]
+    with pytest.raises(UnknownMemberError):
+        coord.heartbeat("g", stuck.member_id, 1)

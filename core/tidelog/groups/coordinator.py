@@ -1,7 +1,5 @@
 """The group coordinator over the metadata store: joins, heartbeats, leaves, fenced offset
-commits, and the assignment a rebalance writes.
-
-The items it keeps are listed in :mod:`tidelog.groups.items`.
+commits, and the assignment a rebalance writes (its items: :mod:`tidelog.groups.items`).
 
 Every membership change (join, leave, a session found expired, a subscribed topic appearing or
 growing) is one transaction conditional on the meta item's version; it moves the group to the
@@ -472,15 +470,17 @@ class Coordinator:
         expire: bool = True,
         arrived_ms: int | None = None,
     ) -> _T:
-        """Apply ``change`` to the group as stored, sessions that ran out first. Sessions are
-        judged at ``arrived_ms``, when the request came in (as Kafka's coordinator judges a
-        heartbeat on arrival), not after the retries of a busy moment."""
+        """Apply ``change`` to the group as stored, sessions that ran out first, judged at
+        ``arrived_ms`` (as Kafka judges a heartbeat on arrival, not after a busy moment's
+        retries); a new generation begins when written: retries never shorten its timeout."""
         for _ in range(_ATTEMPTS):
             loaded = self.load(name)
             group = self._expired(loaded, arrived_ms) if expire else loaded
             new, extra, answer = change(group)
             if not loaded.exists:
                 new = replace(new, incarnation=self._new_incarnation())
+            if new.generation != loaded.generation:
+                new = replace(new, rebalance_ms=max(new.rebalance_ms, self._clock_ms()))
             writes = items.diff(name, loaded, new) + extra
             if not writes:
                 return answer
