@@ -127,16 +127,20 @@ def _drive(bootstrap: str, topic: str, width: int) -> float:
     return float(json.loads(result.stdout.splitlines()[-1]))
 
 
-def _flush_keys(aws_url: str) -> set[str]:
+def _data_bucket(aws_url: str) -> tuple[Any, str]:
     s3 = aws_client("s3", aws_url, "us-east-1")
     (bucket,) = [b["Name"] for b in s3.list_buckets()["Buckets"] if "databucket" in b["Name"]]
+    return s3, bucket
+
+
+def _flush_keys(aws_url: str) -> set[str]:
+    s3, bucket = _data_bucket(aws_url)
     pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix="data/flush/")
     return {o["Key"] for page in pages for o in page.get("Contents", [])}
 
 
 def _partitions_per_flush(aws_url: str, keys: set[str]) -> list[int]:
-    s3 = aws_client("s3", aws_url, "us-east-1")
-    (bucket,) = [b["Name"] for b in s3.list_buckets()["Buckets"] if "databucket" in b["Name"]]
+    s3, bucket = _data_bucket(aws_url)
     return [
         len(decode_footer(s3.get_object(Bucket=bucket, Key=key)["Body"].read())) for key in keys
     ]
