@@ -1,13 +1,19 @@
 """Committing a flush: offsets are assigned here, atomically, or not at all.
 
-For each partition the object holds batches for, the commit reads the partition's head (its
+For each partition the object holds batches for, the commit needs the partition's head (its
 next offset), the states of the idempotent producers involved and the transactional ids its
-transactions' requests name, then plans
+transactions' requests name; it reads what it does not know in one call, then plans
 (tidelog.log.write.plan, pure): retried batches keep their original offsets, new ones get the
 next offsets. The plans of a group of partitions are written in one DynamoDB transaction that
 compare-and-sets every head, creates every index item, updates every producer state, marks the
 partition for housekeeping and checks the topic still exists. A conflict (another writer moved
 a head) means: re-read, re-plan, retry; the object never changes, since offsets are not in it.
+
+Heads and producer states are kept as this process last wrote them, so a steady producer's
+flush reads nothing: a stale guess fails its compare-and-set and comes back as a conflict. A
+verdict that writes nothing (a duplicate, a refused sequence, a conditional append's mismatch)
+has no compare-and-set to catch a stale guess, so it is never given from a kept state: such a
+plan is planned again from what is read strongly.
 
 An attempt whose outcome is unknown (a timeout, or a condition failure that may be our own
 earlier attempt's success retried by botocore) is resolved by reading back: the index item at
@@ -17,6 +23,7 @@ the planned offset either names our object and range, or it does not.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -44,6 +51,11 @@ from tidelog.txn.state import Txn
 
 Sleep = Callable[[float], None]
 
+# Producer states kept between flushes (about a kilobyte each): a partition's steady producers.
+KEPT_STATES = 8192
+
+PartitionKey = tuple[str, int]
+
 
 @dataclass
 class _Progress:
@@ -55,6 +67,16 @@ class _Progress:
     # Partitions an attempt of which may have committed, unconfirmed: if no later attempt
     # settles them, their requests must hear "maybe written", never "not written".
     uncertain: set[tuple[str, int]] = field(default_factory=set)
+
+
+@dataclass
+class _Known:
+    """What an attempt plans from: read now, or kept from this process's own commits."""
+
+    txns: Mapping[str, Txn | None]
+    heads: dict[PartitionKey, Head | None]
+    states: dict[PartitionKey, dict[int, ProducerState]]
+    kept_states: set[PartitionKey]  # partitions some producer state of which was kept, not read
 
 
 class Committer:
@@ -75,8 +97,9 @@ class Committer:
         # The head each partition had after this process's last commit, or as a conflict
         # reported it. Planning from it skips a read; the commit's compare-and-set still
         # decides, and a stale guess comes back as a conflict carrying the current head.
-        self._heads: dict[tuple[str, int], Head | None] = {}
-        self._heads_lock = threading.Lock()
+        self._heads: dict[PartitionKey, Head | None] = {}
+        self._states: OrderedDict[tuple[PartitionKey, int], ProducerState] = OrderedDict()
+        self._heads_lock = threading.Lock()  # guards both
 
     def commit(
         self, appends: Sequence[PartitionAppend], object_key: str
@@ -92,13 +115,12 @@ class Committer:
                 self._sleep(min(0.2, 0.002 * 2 ** min(attempt, 7)) * (0.5 + self._jitter()))
             plans = []
             try:
-                txns = self._txns(pending)
-                heads = self._heads_to_plan_from(pending)
+                known = self._known(pending)
             except StorageUnavailableError:
                 continue
             for append in pending:
                 try:
-                    plans.append(self._plan(append, txns, heads[append.key]))
+                    plans.append(self._plan(append, known))
                 except StorageUnavailableError:
                     continue  # read failed: try this partition again next round
                 except TidelogError as exc:
@@ -123,41 +145,57 @@ class Committer:
             results[append.key] = AppendResult(append.partition, error=error)
         return results, progress.referenced
 
-    def _txns(self, appends: Sequence[PartitionAppend]) -> Mapping[str, Txn | None]:
-        """Every transactional id the appends' guards name, read strongly, in one call."""
+    def _known(self, appends: Sequence[PartitionAppend]) -> _Known:
+        """Everything the appends' plans stand on: kept where this process knows it, the rest
+        read strongly, in one call (the transactional ids their guards name, always read)."""
         guards = list({g for a in appends for g in a.guards.values()})
-        if not guards:
-            return {}
-        return read_txns(self._meta.get_many([g.key for g in guards]), guards)
-
-    def _heads_to_plan_from(
-        self, appends: Sequence[PartitionAppend]
-    ) -> dict[tuple[str, int], Head | None]:
-        """Each partition's head: as this process last knew it, else read (all in one call).
-        A marker plans from the head as it is: one that closes nothing writes nothing, so no
-        compare-and-set would catch a stale guess."""
-        heads: dict[tuple[str, int], Head | None] = {}
+        heads: dict[PartitionKey, Head | None] = {}
+        states: dict[PartitionKey, dict[int, ProducerState]] = {a.key: {} for a in appends}
+        kept_states: set[PartitionKey] = set()
+        unread: list[tuple[PartitionKey, int]] = []
         with self._heads_lock:
             for append in appends:
-                if append.key in self._heads and not append.has_markers:
+                # A marker plans from the head as it is (one that closes nothing writes
+                # nothing, so no compare-and-set would catch a stale guess), and so does a
+                # conditional append (a mismatch writes nothing either).
+                if append.key in self._heads and _may_guess_head(append):
                     heads[append.key] = self._heads[append.key]
-        unknown = {keys.log_pk(*a.key): a.key for a in appends if a.key not in heads}
-        if unknown:
-            read = self._meta.get_many([(pk, keys.HEAD_SK) for pk in unknown])
-            for pk, key in unknown.items():
-                heads[key] = Head.from_item(read.get((pk, keys.HEAD_SK)))
-        return heads
-
-    def _plan(
-        self, append: PartitionAppend, txns: Mapping[str, Txn | None], head: Head | None
-    ) -> Plan:
-        pk = keys.log_pk(*append.key)
-        states = {}
-        for producer_id in {b.producer_id for b in append.batches if b.idempotent}:
-            item = self._meta.get(pk, keys.producer_sk(producer_id))
+                for producer_id in _idempotent(append):
+                    state = self._states.get((append.key, producer_id))
+                    if state is None:
+                        unread.append((append.key, producer_id))
+                        continue
+                    self._states.move_to_end((append.key, producer_id))
+                    states[append.key][producer_id] = state
+                    kept_states.add(append.key)
+        wanted = [g.key for g in guards]
+        wanted += [(keys.log_pk(*a.key), keys.HEAD_SK) for a in appends if a.key not in heads]
+        wanted += [(keys.log_pk(*key), keys.producer_sk(pid)) for key, pid in unread]
+        read = self._meta.get_many(wanted) if wanted else {}
+        for append in appends:
+            if append.key not in heads:
+                pk = keys.log_pk(*append.key)
+                heads[append.key] = Head.from_item(read.get((pk, keys.HEAD_SK)))
+        for key, producer_id in unread:
+            item = read.get((keys.log_pk(*key), keys.producer_sk(producer_id)))
             if item is not None:
-                states[producer_id] = ProducerState.from_attributes(producer_id, dict(item))
-        return plan(append, head, states, txns)
+                states[key][producer_id] = ProducerState.from_attributes(producer_id, dict(item))
+        return _Known(read_txns(read, guards), heads, states, kept_states)
+
+    def _plan(self, append: PartitionAppend, known: _Known) -> Plan:
+        head = known.heads[append.key]
+        planned = plan(append, head, known.states[append.key], known.txns)
+        if planned.judged_unwritten and append.key in known.kept_states:
+            pk = keys.log_pk(*append.key)
+            wanted = [(pk, keys.producer_sk(pid)) for pid in _idempotent(append)]
+            read = self._meta.get_many(wanted)
+            states = {
+                pid: ProducerState.from_attributes(pid, dict(item))
+                for pid in _idempotent(append)
+                if (item := read.get((pk, keys.producer_sk(pid)))) is not None
+            }
+            planned = plan(append, head, states, known.txns)
+        return planned
 
     def _write(self, plans: list[Plan], object_key: str, progress: _Progress) -> None:
         """Write the plans in transactions; record what committed in ``progress``."""
@@ -175,9 +213,11 @@ class Committer:
             except ConditionFailedError as exc:
                 gone = {owners[i] for i in exc.failed if isinstance(owners[i], str)}
                 self._learn_heads(exc, writes, owners)
+                self._forget_states(group)
                 self._settle(group, object_key, progress, gone)
             except StorageUnavailableError as exc:
                 self._forget_heads(group)
+                self._forget_states(group)
                 if exc.ambiguous:
                     self._settle(group, object_key, progress, set())
             else:
@@ -207,6 +247,11 @@ class Committer:
         if p.runs:
             with self._heads_lock:
                 self._heads[p.append.key] = p.new_head
+                for producer_id, (_, state) in p.states.items():
+                    self._states[(p.append.key, producer_id)] = state
+                    self._states.move_to_end((p.append.key, producer_id))
+                while len(self._states) > KEPT_STATES:
+                    self._states.popitem(last=False)
 
     def _learn_heads(
         self, exc: ConditionFailedError, writes: list[Write], owners: list[Plan | str]
@@ -229,6 +274,13 @@ class Committer:
             for p in group:
                 self._heads.pop(p.append.key, None)
 
+    def _forget_states(self, group: list[Plan]) -> None:
+        """A refused or uncertain write: what the group's producers' states are is unknown."""
+        with self._heads_lock:
+            for p in group:
+                for producer_id in _idempotent(p.append):
+                    self._states.pop((p.append.key, producer_id), None)
+
     def _landed(self, p: Plan, object_key: str) -> bool | None:
         """Did an earlier attempt of exactly this plan commit? Its first index item says;
         None if it cannot be read."""
@@ -245,6 +297,14 @@ class Committer:
 
 
 Planned = tuple[Plan, list[Write]]
+
+
+def _may_guess_head(append: PartitionAppend) -> bool:
+    return not append.has_markers and append.expected_offset is None
+
+
+def _idempotent(append: PartitionAppend) -> list[int]:
+    return list(dict.fromkeys(b.producer_id for b in append.batches if b.idempotent))
 
 
 def _group_writes(group: list[Planned]) -> tuple[list[Write], list[Plan | str]]:

@@ -136,6 +136,9 @@ class Plan:
     # A refusal writes nothing: it stands on the producer states as read (strongly
     # consistently), so it needs no condition in the commit.
     refused: dict[int, TidelogError] = field(default_factory=dict)
+    # Some verdict writes nothing (a duplicate, a refusal): no compare-and-set checks what it
+    # stands on, so the caller must have read that strongly.
+    judged_unwritten: bool = False
 
     @property
     def result(self) -> AppendResult:
@@ -272,6 +275,7 @@ def plan(
             current = None
             result.refused[number] = exc
             result.offsets += [REFUSED] * len(batches)
+            result.judged_unwritten = True
         position += sum(len(b.data) for b in batches)
     _close(result, current)
     return result
@@ -331,6 +335,7 @@ def _plan_request(
                 batch.producer_epoch, batch.base_sequence, batch.last_sequence
             )
             if duplicate is not None:
+                result.judged_unwritten = True
                 result.offsets.append((duplicate.base_offset, duplicate.last_offset))
                 _close(result, current)
                 current = None
