@@ -28,8 +28,7 @@ from tidelog.groups import lag
 from tidelog.groups.consumer.heartbeat import Heartbeat, owned_partitions
 from tidelog.groups.consumer.model import JOIN_EPOCH, ConsumerGroup, MemberState
 from tidelog.groups.consumer.target import DEFAULT_ASSIGNOR
-from tidelog.groups.coordinator import JoinRequest
-from tidelog.groups.model import group_partitions
+from tidelog.groups.model import JoinRequest, group_partitions
 from tidelog.groups.offsets import OffsetCommit
 from tidelog.groups.stored import ConsumerProtocolGroupError
 from tidelog.telemetry import Metrics, MetricUnit

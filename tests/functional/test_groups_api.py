@@ -102,7 +102,9 @@ def test_the_seeds_examples_end_to_end(dev, two_topics, assignor, first, second)
         members.append(body["member_id"])
     c0, c1 = sorted(members)
     answers = wait_all_stable(dev, group, [c0, c1])
-    assert answers[c0]["generation_id"] == answers[c1]["generation_id"] == 2
+    # One generation if the second joined while the first gathered its members (no initial
+    # delay here), else the next one.
+    assert answers[c0]["generation_id"] == answers[c1]["generation_id"] in (1, 2)
 
     def by_index(answer):
         return {two_topics.index(a["topic"]): a["partitions"] for a in answer["assignment"]}

@@ -13,8 +13,7 @@ from tests.support.groups import Recorder, coordinator
 from tidelog.assignors import TopicPartition
 from tidelog.groups.consumer.coordinator import ConsumerCoordinator
 from tidelog.groups.consumer.heartbeat import Config, Heartbeat
-from tidelog.groups.coordinator import JoinRequest
-from tidelog.groups.model import State
+from tidelog.groups.model import JoinRequest, State
 from tidelog.kafka.apis import API_VERSIONS, ApiKey
 from tidelog.kafka.codec import Request, build, encode_response_as
 from tidelog.kafka.consumer_protocol import (
@@ -313,13 +312,13 @@ def test_a_cooperative_member_learns_what_it_gives_up_though_the_hand_over_has_b
 def test_a_heartbeat_while_the_assignment_is_computed_carries_on():
     agent = Agent()
     agent.coord.join("g", SUBSCRIPTION)
-    joined = agent.coord.join("g", SUBSCRIPTION)  # generation 2, both members joined it
+    joined = agent.coord.join("g", SUBSCRIPTION)  # generation 1 gathering: both joined it
     # The state machine's first step: every member has joined, the assignor is running.
     agent.coord._mutate(
         "g", lambda group: (replace(group, state=State.COMPLETING_REBALANCE), [], None)
     )
-    assert agent.beat(joined.member_id, 2) == NONE  # Kafka's CompletingRebalance
-    assert agent.beat(joined.member_id, 1) == REBALANCING
+    assert agent.beat(joined.member_id, 1) == NONE  # Kafka's CompletingRebalance
+    assert agent.beat(joined.member_id, 0) == REBALANCING
 
 
 # -- what a join may ask for -------------------------------------------------------------

@@ -25,8 +25,8 @@ import pytest
 from tests.support.resources import new_table
 
 from tidelog.errors import TidelogError
-from tidelog.groups.coordinator import Coordinator, JoinRequest
-from tidelog.groups.model import Limits
+from tidelog.groups.coordinator import Coordinator
+from tidelog.groups.model import JoinRequest, Limits
 from tidelog.groups.offsets import OffsetCommit
 from tidelog.log.read.fetch import LogReader
 from tidelog.log.topics import Topics

@@ -15,7 +15,7 @@ from tidelog.errors import TidelogError
 from tidelog.groups.consumer.coordinator import RESTART_MS, STALL_MS
 from tidelog.groups.consumer.heartbeat import Config, Heartbeat
 from tidelog.groups.consumer.model import GroupState, MemberState
-from tidelog.groups.coordinator import JoinRequest
+from tidelog.groups.model import JoinRequest
 from tidelog.groups.offsets import OffsetCommit
 from tidelog.groups.stored import ConsumerProtocolGroupError
 from tidelog.kafka.apis import API_VERSIONS, ApiKey

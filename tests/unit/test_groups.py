@@ -12,12 +12,13 @@ from tests.support.groups import coordinator
 from tidelog.assignors import TopicPartition
 from tidelog.errors import InvalidRequestError
 from tidelog.groups import items
-from tidelog.groups.coordinator import Joined, JoinRequest
 from tidelog.groups.model import (
     FencedInstanceError,
     GroupNotFoundError,
     IllegalGenerationError,
     InconsistentProtocolError,
+    Joined,
+    JoinRequest,
     NonEmptyGroupError,
     RebalanceInProgressError,
     State,
@@ -54,12 +55,13 @@ def test_the_seeds_examples(assignor, c0, c1):
     first = join(coord, assignors=[assignor])
     second = join(coord, assignors=[assignor])
     assert (first.member_id, second.member_id) == ("C0", "C1")
-    assert second.generation == 2
+    assert second.generation == 1  # both joined while generation 1 gathered its members
+    assert rebalancer.started == [("g", 1, 3000)]
     assert rebalancer.run()[-1]["stale"] is False
     got = {}
     for member in ("C0", "C1"):
-        beat = coord.heartbeat("g", member, 2)
-        assert (beat.state, beat.generation) == (State.STABLE, 2)
+        beat = coord.heartbeat("g", member, 1)
+        assert (beat.state, beat.generation) == (State.STABLE, 1)
         got[member] = [f"{t}p{p}" for t, p in beat.assignment]
     assert got == {"C0": c0, "C1": c1}
 
@@ -83,13 +85,45 @@ def test_a_join_rebalances_and_heartbeats_say_so_until_stable():
 
 
 def test_stale_rebalances_write_nothing():
-    coord, rebalancer, topics, _, _ = coordinator()
+    coord, rebalancer, topics, clock, _ = coordinator()
     topics.create("t0", 2, {})
-    join(coord)
-    join(coord)
+    first = join(coord).member_id
+    rebalancer.run()
+    second = join(coord, session_timeout_ms=10_000).member_id  # generation 2: the first must
+    clock.now += 2000  # join it too, and never does: removed, and generation 3 supersedes 2
     answers = rebalancer.run()
     assert [a["stale"] for a in answers] == [True, False]
-    assert coord.describe("g").generation == 2
+    group = coord.describe("g")
+    assert (group.generation, list(group.members)) == (3, [second])
+    with pytest.raises(UnknownMemberError):
+        coord.heartbeat("g", first, 1)
+
+
+def test_a_wave_of_joins_is_one_rebalance():
+    """Kafka's join phase: members who join or leave while a generation gathers its members
+    change that generation, and its one execution assigns whoever is there. A member awaiting
+    its join is kept alive, as Kafka keeps it, whatever its session; its session counts again
+    once it is assigned."""
+    coord, rebalancer, topics, clock, _ = coordinator()
+    topics.create("t0", 6, {})
+    members = [join(coord, topics=("t0",)).member_id for _ in range(5)]
+    coord.leave("g", members.pop())
+    quiet = join(coord, topics=("t0",), session_timeout_ms=100).member_id
+    clock.now += 500  # quiet's session runs out while it awaits its join
+    members.append(join(coord, topics=("t0",)).member_id)
+    assert rebalancer.started == [("g", 1, 3000)]
+    assert rebalancer.run()[-1]["stale"] is False
+    assignment = coord.load("g").assignment
+    assert set(assignment.members) == {*members, quiet}
+    owned = [tp for partitions in assignment.members.values() for tp in partitions]
+    assert sorted(owned) == [tp("t0", p) for p in range(6)]
+    with pytest.raises(RebalanceInProgressError):  # quiet never syncs: found gone now
+        coord.heartbeat("g", members[0], 1)
+    assert quiet not in coord.load("g").members
+    # The next wave shares the generation quiet's departure began: one execution for all.
+    late = [join(coord, topics=("t0",)) for _ in range(3)]
+    assert rebalancer.started == [("g", 2, 0)]
+    assert {joined.generation for joined in late} == {2}
 
 
 def test_unknown_fenced_and_future_members_are_refused():
@@ -115,18 +149,18 @@ def test_a_static_member_returns_to_its_partitions_without_a_rebalance():
     a = join(coord, group_instance_id="host-a").member_id
     join(coord, group_instance_id="host-b")
     rebalancer.run()
-    before = coord.heartbeat("g", a, 2).assignment
+    before = coord.heartbeat("g", a, 1).assignment
     again = join(coord, group_instance_id="host-a")
     assert again.member_id != a
-    assert (again.generation, again.state) == (2, State.STABLE)
+    assert (again.generation, again.state) == (1, State.STABLE)
     assert rebalancer.started == []
-    assert coord.heartbeat("g", again.member_id, 2).assignment == before
+    assert coord.heartbeat("g", again.member_id, 1).assignment == before
     with pytest.raises(FencedInstanceError) as caught:
-        coord.heartbeat("g", a, 2)
+        coord.heartbeat("g", a, 1)
     assert caught.value.kafka_error.code == 82
     # A changed subscription is a real change: it rebalances.
     changed = join(coord, group_instance_id="host-a", topics=("t0",))
-    assert changed.generation == 3
+    assert changed.generation == 2
 
 
 def test_expired_sessions_are_found_by_the_next_operation():
@@ -135,18 +169,18 @@ def test_expired_sessions_are_found_by_the_next_operation():
     alive = join(coord, session_timeout_ms=1000).member_id
     dead = join(coord, session_timeout_ms=1000).member_id
     rebalancer.run()
-    assert len(coord.heartbeat("g", alive, 2).assignment) == 1
+    assert len(coord.heartbeat("g", alive, 1).assignment) == 1
     clock.now += 600
-    coord.heartbeat("g", alive, 2)
+    coord.heartbeat("g", alive, 1)
     clock.now += 600  # the dead member's session is over, the live one's is not
     with pytest.raises(RebalanceInProgressError) as caught:
-        coord.heartbeat("g", alive, 2)
+        coord.heartbeat("g", alive, 1)
     with pytest.raises(RebalanceInProgressError):
-        coord.heartbeat("g", alive, caught.value.generation)  # joins generation 3
+        coord.heartbeat("g", alive, caught.value.generation)  # joins generation 2
     rebalancer.run()
-    assert coord.heartbeat("g", alive, 3).assignment == (tp("t0", 0), tp("t0", 1))
+    assert coord.heartbeat("g", alive, 2).assignment == (tp("t0", 0), tp("t0", 1))
     with pytest.raises(UnknownMemberError):
-        coord.heartbeat("g", dead, 2)
+        coord.heartbeat("g", dead, 1)
 
 
 def test_new_and_growing_topics_rebalance_the_group():
@@ -209,7 +243,7 @@ def test_protocols_and_timeouts_are_checked():
         join(coord, assignors=["fastest"])
     assert unknown.value.kafka_error.name == "INCONSISTENT_GROUP_PROTOCOL"
     assert unknown.value.http_status == 400
-    assert join(coord, assignors=["roundrobin"]).generation == 2
+    assert join(coord, assignors=["roundrobin"]).generation == 1  # generation 1 gathering
     assert coord.describe("g").protocol == "roundrobin"
     with pytest.raises(InvalidRequestError) as caught:
         join(coord, session_timeout_ms=10)
@@ -305,26 +339,24 @@ def test_the_join_barrier_holds_the_assignment_until_every_member_rejoined():
     topics.create("t0", 4, {})
     a = join(coord, topics=("t0",)).member_id
     b = join(coord, topics=("t0",)).member_id
-    with pytest.raises(RebalanceInProgressError):
-        coord.heartbeat("g", a, 2)  # a was in generation 1: it joins 2
     rebalancer.run()
-    held = {m: set(coord.heartbeat("g", m, 2).assignment) for m in (a, b)}
-    c = join(coord, topics=("t0",)).member_id  # generation 3
-    assert rebalancer.run()[-1]["waiting"] is True  # a and b still consume generation 2
+    held = {m: set(coord.heartbeat("g", m, 1).assignment) for m in (a, b)}
+    c = join(coord, topics=("t0",)).member_id  # generation 2
+    assert rebalancer.run()[-1]["waiting"] is True  # a and b still consume generation 1
     with pytest.raises(RebalanceInProgressError) as caught:
-        coord.heartbeat("g", a, 2)
+        coord.heartbeat("g", a, 1)
     assert caught.value.keep == []  # eager: give everything up, then join
     with pytest.raises(RebalanceInProgressError):
-        coord.heartbeat("g", a, 3)
+        coord.heartbeat("g", a, 2)
     assert rebalancer.run()[-1]["waiting"] is True  # b has not given its partitions up
     with pytest.raises(RebalanceInProgressError):
-        coord.heartbeat("g", c, 3)
-    assert held[b]  # b still owns what generation 2 gave it, until it joins generation 3
+        coord.heartbeat("g", c, 2)
+    assert held[b]  # b still owns what generation 1 gave it, until it joins generation 2
     with pytest.raises(RebalanceInProgressError):
-        coord.heartbeat("g", b, 3)
+        coord.heartbeat("g", b, 2)
     answer = rebalancer.run()[-1]
     assert (answer["waiting"], answer["stale"]) == (False, False)
-    owned = [tp for m in (a, b, c) for tp in coord.heartbeat("g", m, 3).assignment]
+    owned = [tp for m in (a, b, c) for tp in coord.heartbeat("g", m, 2).assignment]
     assert sorted(owned) == [tp("t0", p) for p in range(4)]
 
 
@@ -335,8 +367,8 @@ def test_a_member_may_subscribe_to_nothing_and_is_given_nothing():
     idle = join(coord, topics=()).member_id
     busy = join(coord, topics=("t0",)).member_id
     rebalancer.run()
-    assert coord.heartbeat("g", idle, 2).assignment == ()
-    assert coord.heartbeat("g", busy, 2).assignment == (tp("t0", 0), tp("t0", 1))
+    assert coord.heartbeat("g", idle, 1).assignment == ()
+    assert coord.heartbeat("g", busy, 1).assignment == (tp("t0", 0), tp("t0", 1))
 
 
 def test_a_known_member_rejoining_joins_the_rebalance_or_changes_nothing():

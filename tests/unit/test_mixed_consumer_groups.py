@@ -17,7 +17,7 @@ from tidelog.groups.consumer.classic import ClassicJoin
 from tidelog.groups.consumer.coordinator import ConsumerCoordinator
 from tidelog.groups.consumer.heartbeat import Config, Heartbeat
 from tidelog.groups.consumer.model import ConsumerGroup, GroupState, MemberState
-from tidelog.groups.coordinator import JoinRequest
+from tidelog.groups.model import JoinRequest
 from tidelog.groups.offsets import OffsetCommit
 from tidelog.kafka.apis import ApiKey
 from tidelog.kafka.codec import Request, build

@@ -11,11 +11,12 @@ operation on the group (never by DynamoDB TTL).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TypeVar
 
 from tidelog.assignors import TopicPartition, assign
@@ -27,16 +28,20 @@ from tidelog.groups.model import (
     Committed,
     FencedInstanceError,
     Group,
+    Heartbeat,
     IllegalGenerationError,
+    Joined,
+    JoinRequest,
     Limits,
     Member,
     RebalanceInProgressError,
     State,
     UnknownMemberError,
-    expired_members,
     is_cooperative,
+    joining_generation,
     known_member,
     laggards,
+    membership_changed,
     new_member,
     rebalance_deadline_ms,
     rebalanced,
@@ -45,6 +50,7 @@ from tidelog.groups.model import (
     subscriptions,
     validate_group_id,
     withheld,
+    without_expired,
 )
 from tidelog.groups.offsets import CommitResult, GroupOffsets, OffsetCommit
 from tidelog.groups.rebalancer import Rebalancer
@@ -56,37 +62,10 @@ from tidelog.storage import ConditionFailedError, MetadataStore, Put, Write
 logger = logging.getLogger(__name__)
 
 _ATTEMPTS = 30
-_EXPIRE_AT_ONCE = 90
 REBALANCE_STALL_MS = 60_000
 BARRIER_POLL_S = 1  # how long the state machine waits before asking the barrier again
 _T = TypeVar("_T")
 _PATH_SAFE = re.compile(r"[A-Za-z0-9._~-]{1,100}")
-
-
-@dataclass(frozen=True)
-class JoinRequest:
-    topics: Sequence[str] = ()
-    topic_pattern: str | None = None
-    assignors: Sequence[str] = ("range",)
-    session_timeout_ms: int = 45_000
-    rebalance_timeout_ms: int = 300_000
-    group_instance_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-
-
-@dataclass(frozen=True)
-class Joined:
-    member_id: str
-    generation: int
-    state: State
-
-
-@dataclass(frozen=True)
-class Heartbeat:
-    state: State
-    generation: int
-    assignment: tuple[TopicPartition, ...]
 
 
 class Coordinator:
@@ -142,53 +121,54 @@ class Coordinator:
         validate_group_id(name)
         stored.release_consumer(self._meta, name)
         now = self._clock_ms()
+        return self._mutate(
+            name, lambda group: self._joining(name, group, request, member_id, now), arrived_ms=now
+        )
 
-        def change(group: Group) -> tuple[Group, list[Write], Joined]:
-            instance = request.group_instance_id
-            previous = group.static_member(instance) if instance is not None else None
-            if member_id is not None and group.pending.get(member_id, -1) < now:
-                raise UnknownMemberError(f"member id {member_id!r} was not handed out, or ran out")
-            pending = {k: v for k, v in group.pending.items() if k != member_id}
-            group = replace(group, pending=pending)
-            member = self._member(
-                member_id or self._member_id(request),
-                request,
-                now,
-                joined_generation=group.generation + 1,  # the one its join starts
-            )
-            members = {
-                k: v
-                for k, v in group.members.items()
-                if previous is None or k != previous.member_id
-            }
-            members[member.member_id] = member
-            protocol = select_protocol(members.values())
-            extra: list[Write] = []
-            if previous is not None:
-                extra.append(items.fence(name, previous))
-                if (
-                    group.state == State.STABLE
-                    and previous.same_subscription(member)
-                    and group.current_assignment() is not None
-                ):
-                    # KIP-345: the same static member is back; it gets its partitions back
-                    # under its new id, and nobody rebalances.
-                    members[member.member_id] = replace(member, joined_generation=group.generation)
-                    assignment = group.current_assignment()
-                    assert assignment is not None
-                    moved = dict(assignment.members)
-                    moved[member.member_id] = moved.pop(previous.member_id, ())
-                    stable = replace(
-                        group,
-                        members=members,
-                        assignment=replace(assignment, members=moved),
-                    )
-                    extra.append(Put(items.assignment_item(name, stable.assignment)))
-                    return stable, extra, Joined(member.member_id, group.generation, State.STABLE)
-            changed = rebalanced(group, members, protocol, now)
-            return changed, extra, Joined(member.member_id, changed.generation, changed.state)
-
-        return self._mutate(name, change, arrived_ms=now)
+    def _joining(
+        self, name: str, group: Group, request: JoinRequest, member_id: str | None, now: int
+    ) -> tuple[Group, list[Write], Joined]:
+        instance = request.group_instance_id
+        previous = group.static_member(instance) if instance is not None else None
+        if member_id is not None and group.pending.get(member_id, -1) < now:
+            raise UnknownMemberError(f"member id {member_id!r} was not handed out, or ran out")
+        pending = {k: v for k, v in group.pending.items() if k != member_id}
+        group = replace(group, pending=pending)
+        member = self._member(
+            member_id or self._member_id(request),
+            request,
+            now,
+            joined_generation=joining_generation(group),
+        )
+        members = {
+            k: v for k, v in group.members.items() if previous is None or k != previous.member_id
+        }
+        members[member.member_id] = member
+        protocol = select_protocol(members.values())
+        extra: list[Write] = []
+        if previous is not None:
+            extra.append(items.fence(name, previous))
+            if (
+                group.state == State.STABLE
+                and previous.same_subscription(member)
+                and group.current_assignment() is not None
+            ):
+                # KIP-345: the same static member is back; it gets its partitions back
+                # under its new id, and nobody rebalances.
+                members[member.member_id] = replace(member, joined_generation=group.generation)
+                assignment = group.current_assignment()
+                assert assignment is not None
+                moved = dict(assignment.members)
+                moved[member.member_id] = moved.pop(previous.member_id, ())
+                stable = replace(
+                    group,
+                    members=members,
+                    assignment=replace(assignment, members=moved),
+                )
+                extra.append(Put(items.assignment_item(name, stable.assignment)))
+                return stable, extra, Joined(member.member_id, group.generation, State.STABLE)
+        changed = membership_changed(group, members, protocol, now)
+        return changed, extra, Joined(member.member_id, changed.generation, changed.state)
 
     def reserve_member_id(self, name: str, request: JoinRequest) -> str:
         """Kafka's MEMBER_ID_REQUIRED (KIP-394): the id a new member is to join with, kept for
@@ -247,11 +227,11 @@ class Coordinator:
         current generation again), a new one starts a rebalance, as does a rebalance that
         never got its assignment. A member id that was handed out joins as a new member."""
         validate_group_id(name)
-        if member_id in self.load(name).pending:
-            return self.join(name, request, member_id=member_id)
         now = self._clock_ms()
 
         def change(group: Group) -> tuple[Group, list[Write], Joined]:
+            if member_id in group.pending:
+                return self._joining(name, group, request, member_id, now)
             member = known_member(group, member_id)
             if request.group_instance_id != member.group_instance_id:
                 raise FencedInstanceError(
@@ -261,11 +241,13 @@ class Coordinator:
             wanted = self._member(
                 member_id, request, now, joined_generation=group.generation, known=member
             )
-            if not wanted.same_subscription(member) or stalled(group, now, REBALANCE_STALL_MS):
-                # The member joins the generation its change starts, as a new member does.
-                joining = replace(wanted, joined_generation=group.generation + 1)
-                members = {**group.members, member_id: joining}
-                changed = rebalanced(group, members, select_protocol(members.values()), now)
+            stuck = stalled(group, now, REBALANCE_STALL_MS)
+            if not wanted.same_subscription(member) or stuck:
+                # The member joins as a new member does; a stalled generation starts over.
+                at = group.generation + 1 if stuck else joining_generation(group)
+                members = {**group.members, member_id: replace(wanted, joined_generation=at)}
+                change_of = rebalanced if stuck else membership_changed
+                changed = change_of(group, members, select_protocol(members.values()), now)
                 return changed, [], Joined(member_id, changed.generation, changed.state)
             if group.state not in REBALANCING:
                 wanted = replace(wanted, joined_generation=member.joined_generation)
@@ -273,6 +255,16 @@ class Coordinator:
             return rejoined, [], Joined(member_id, group.generation, group.state)
 
         return self._mutate(name, change, arrived_ms=now)
+
+    def renew(self, name: str, group: Group, member: Member) -> None:
+        """A waiting member's session renewed by one write of its item, if still as read in
+        ``group`` (else at its next read); a stalled rebalance is started over by a heartbeat."""
+        if stalled(group, self._clock_ms(), REBALANCE_STALL_MS):
+            with contextlib.suppress(RebalanceInProgressError):  # what a waiting member expects
+                self.heartbeat(name, member.member_id, member.joined_generation)
+            return
+        with contextlib.suppress(ConditionFailedError):
+            self._meta.write(items.renewal(name, member, self._clock_ms()))
 
     def leave(self, name: str, member_id: str) -> Group:
         """The member leaves; the group as it is after."""
@@ -282,7 +274,7 @@ class Coordinator:
             known_member(group, member_id)
             members = {k: v for k, v in group.members.items() if k != member_id}
             protocol = select_protocol(members.values()) if members else None
-            left = rebalanced(group, members, protocol, self._clock_ms())
+            left = membership_changed(group, members, protocol, self._clock_ms())
             return left, [], left
 
         return self._mutate(name, change)
@@ -449,18 +441,10 @@ class Coordinator:
         return {t.name: t.partitions for t in self._topics.list()}
 
     def _expired(self, group: Group, at_ms: int | None = None) -> Group:
-        """The group without members whose session ran out (a membership change; at most
-        90 at a time, to stay within one transaction)."""
-        now = self._clock_ms() if at_ms is None else at_ms
-        if any(expires < now for expires in group.pending.values()):
-            group = replace(group, pending={k: v for k, v in group.pending.items() if v >= now})
-        gone = expired_members(group, now)[:_EXPIRE_AT_ONCE]
-        if not gone:
-            return group
-        logger.info("group %s: sessions expired for %s", group.name, gone)
-        members = {k: v for k, v in group.members.items() if k not in gone}
-        protocol = select_protocol(members.values()) if members else None
-        return rebalanced(group, members, protocol, self._clock_ms())
+        left, gone = without_expired(group, self._clock_ms() if at_ms is None else at_ms)
+        if gone:
+            logger.info("group %s: sessions expired for %s", group.name, gone)
+        return left
 
     def _mutate(
         self,

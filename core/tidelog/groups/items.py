@@ -163,6 +163,12 @@ def fence(name: str, previous: Member) -> Write:
     )
 
 
+def renewal(name: str, member: Member, now_ms: int) -> Put:
+    """The member's session renewed: its item as read, with a new heartbeat, if still so."""
+    renewed = member_item(name, replace(member, heartbeat_ms=now_ms))
+    return Put(renewed, Compare("heartbeat_ms", "=", member.heartbeat_ms))
+
+
 def diff(name: str, old: Group, new: Group) -> list[Write]:
     """The writes that turn ``old`` into ``new``; the meta item compare-and-set first."""
     writes = member_writes(name, old.members, new.members, member_item)

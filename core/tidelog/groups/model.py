@@ -29,6 +29,32 @@ class State(StrEnum):
 REBALANCING = frozenset({State.PREPARING_REBALANCE, State.COMPLETING_REBALANCE})
 
 
+@dataclass(frozen=True)
+class JoinRequest:
+    topics: Sequence[str] = ()
+    topic_pattern: str | None = None
+    assignors: Sequence[str] = ("range",)
+    session_timeout_ms: int = 45_000
+    rebalance_timeout_ms: int = 300_000
+    group_instance_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True)
+class Joined:
+    member_id: str
+    generation: int
+    state: State
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    state: State
+    generation: int
+    assignment: tuple[TopicPartition, ...]
+
+
 # -- errors, with Kafka's names ------------------------------------------------------------
 
 
@@ -280,7 +306,14 @@ def select_protocol(members: Iterable[Member]) -> str:
 
 
 def expired_members(group: Group, now_ms: int) -> list[str]:
-    return sorted(m.member_id for m in group.members.values() if m.expired(now_ms))
+    """Members whose session ran out, but for those that joined the generation still gathering
+    its members: Kafka keeps a member awaiting its join alive, bounded by the rebalance
+    timeout (the join barrier's), not by its session."""
+    return sorted(
+        m.member_id
+        for m in group.members.values()
+        if m.expired(now_ms) and not (gathering(group) and m.joined_generation == group.generation)
+    )
 
 
 def subscriptions(
@@ -348,6 +381,46 @@ def rebalanced(
         members=carried,
         rebalance_ms=now_ms,
     )
+
+
+def gathering(group: Group) -> bool:
+    """Is the group's generation still gathering its members (Kafka's join phase)? A member
+    who joins or leaves now changes that generation and starts none of its own: on Kafka a
+    wave of joins is one rebalance, not one per member."""
+    return group.state == State.PREPARING_REBALANCE
+
+
+def joining_generation(group: Group) -> int:
+    """The generation a member joining now joins: the one gathering, else the one its join
+    starts."""
+    return group.generation if gathering(group) else group.generation + 1
+
+
+def membership_changed(
+    group: Group, members: Mapping[str, Member], protocol: str | None, now_ms: int
+) -> Group:
+    """The group after members joined, left or were found gone: the generation gathering
+    takes them as they are (its state machine, already started, assigns whoever is a member
+    when the join barrier opens); otherwise the next generation begins."""
+    if gathering(group) and members:
+        return replace(group, members=dict(members), protocol=protocol)
+    return rebalanced(group, members, protocol, now_ms)
+
+
+EXPIRE_AT_ONCE = 90  # sessions ended, removed by one change: within one transaction
+
+
+def without_expired(group: Group, now_ms: int) -> tuple[Group, list[str]]:
+    """The group without the member ids handed out and not claimed by ``now_ms``, and without
+    the members whose session ran out (a membership change), with those members' ids."""
+    if any(expires < now_ms for expires in group.pending.values()):
+        group = replace(group, pending={k: v for k, v in group.pending.items() if v >= now_ms})
+    gone = expired_members(group, now_ms)[:EXPIRE_AT_ONCE]
+    if not gone:
+        return group, []
+    members = {k: v for k, v in group.members.items() if k not in gone}
+    protocol = select_protocol(members.values()) if members else None
+    return membership_changed(group, members, protocol, now_ms), gone
 
 
 def laggards(group: Group) -> list[str]:

@@ -52,6 +52,9 @@ def release_consumer(meta: MetadataStore, name: str) -> None:
     """An empty consumer group gives its name back, its offsets kept, for a classic member to
     create the group anew (Kafka converts an empty group to the protocol of who joins). A group
     with consumer members refuses the classic member."""
+    head = meta.get(items.group_pk(name), items.META_SK)  # one item, not the whole group
+    if head is None or not consumer_items.is_consumer([head]):
+        return
     found = list(meta.query(items.group_pk(name)))
     if not consumer_items.is_consumer(found):
         return

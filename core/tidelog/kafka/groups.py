@@ -16,7 +16,6 @@ them stays alive, as in Kafka.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -27,17 +26,16 @@ from tidelog.assignors import ASSIGNORS
 from tidelog.errors import TidelogError
 from tidelog.groups.consumer.coordinator import ConsumerCoordinator
 from tidelog.groups.consumer.model import ConsumerGroup
-from tidelog.groups.coordinator import Coordinator, JoinRequest
+from tidelog.groups.coordinator import Coordinator
 from tidelog.groups.model import (
     Assignment,
-    FencedInstanceError,
     Group,
     GroupNotFoundError,
     IllegalGenerationError,
     InconsistentProtocolError,
+    JoinRequest,
     RebalanceInProgressError,
     State,
-    UnknownMemberError,
     empty_group,
     validate_group_id,
 )
@@ -54,6 +52,7 @@ from tidelog.kafka.mixed_groups import ClassicMembers
 from tidelog.kafka.node import Node, reachable
 from tidelog.kafka.placement import client_zone, group_key, owner, txn_key, visible
 from tidelog.kafka.registry import Brokers
+from tidelog.kafka.waiting import Waiting, moved_on
 
 _R = TypeVar("_R")
 
@@ -62,8 +61,6 @@ NOT_FOUND_SINCE = 6  # DescribeGroups answers GROUP_ID_NOT_FOUND from v6 (KIP-10
 LEADER = "tidelog"
 """JoinGroup's leader: no member's id (each starts with a client id or a uuid), so no client
 runs an assignor of its own."""
-POLL_S = 0.2
-"""How often a waiting JoinGroup or SyncGroup reads the group (one query each time)."""
 GROUP_KEY, TXN_KEY = 0, 1  # FindCoordinator's key types
 
 
@@ -83,8 +80,7 @@ class GroupHandlers:
     ) -> None:
         self._brokers = brokers
         self._coordinator = coordinator
-        self._monotonic = monotonic
-        self._sleep = sleep
+        self._waiting = Waiting(coordinator, monotonic=monotonic, sleep=sleep)
         # A consumer group's classic members (ConsumerProtocolGroupError from the classic
         # coordinator says the group is one).
         self._classic_members = ClassicMembers(
@@ -137,7 +133,7 @@ class GroupHandlers:
             else:
                 joined = coordinator.join(str(body.group_id), join)
             member_id = joined.member_id
-            generation, protocol = self._await(
+            generation, protocol = self._waiting.until(
                 str(body.group_id), member_id, join.rebalance_timeout_ms, _joined(member_id)
             )
         except ConsumerProtocolGroupError:
@@ -170,14 +166,14 @@ class GroupHandlers:
                 # follow-up starts at once): the member must learn what it gives up first.
                 return group.assignment
             if generation < group.generation:
-                raise _moved_on(group)
+                raise moved_on(group)
             return None
 
         try:
             validate_group_id(name)
             member = self._coordinator().load(name).members.get(member_id)
             timeout_ms = member.rebalance_timeout_ms if member is not None else 0
-            assignment = self._await(name, member_id, timeout_ms, assigned)
+            assignment = self._waiting.until(name, member_id, timeout_ms, assigned)
         except ConsumerProtocolGroupError:
             return self._classic_members.sync(request)
         except TidelogError as exc:
@@ -189,52 +185,6 @@ class GroupHandlers:
             "protocol_name": assignment.protocol,
             "assignment": write_assignment(assignment.of(member_id)),
         }
-
-    def _await(
-        self, name: str, member_id: str, timeout_ms: int, ready: Callable[[Group], _R | None]
-    ) -> _R:
-        """What ``ready`` finds in the group, read every POLL_S until it finds something. The
-        member's session is kept alive meanwhile (a third of its timeout apart, as a consumer
-        heartbeats); past ``timeout_ms`` (its rebalance timeout, by which the barrier has
-        removed the laggards) the client is told to join again."""
-        coordinator = self._coordinator()
-        deadline = self._monotonic() + timeout_ms / 1000
-        touched = self._monotonic()
-        while True:
-            group = self._load_waiting(coordinator, name)
-            member = group.members.get(member_id)
-            if member is None:
-                raise _gone(group, member_id)
-            found = ready(group)
-            if found is not None:
-                return found
-            now = self._monotonic()
-            if now >= deadline:
-                raise _moved_on(group)
-            if now - touched >= member.session_timeout_ms / 3000:
-                # Named by the generation the member has joined: never one it was not told of.
-                self._touch(coordinator, name, member_id, member.joined_generation)
-                touched = now
-            self._sleep(POLL_S)
-
-    @staticmethod
-    def _load_waiting(coordinator: Coordinator, name: str) -> Group:
-        try:
-            return coordinator.load(name)
-        except ConsumerProtocolGroupError as exc:
-            # Upgraded while the member waited: Kafka completes waiting joins and syncs with
-            # REBALANCE_IN_PROGRESS, and the member joins the consumer group as a classic one.
-            raise RebalanceInProgressError(
-                f"group {name} became a consumer group; join again",
-                generation=-1,
-                state=State.PREPARING_REBALANCE.value,
-            ) from exc
-
-    @staticmethod
-    def _touch(coordinator: Coordinator, name: str, member_id: str, generation: int) -> None:
-        # A rebalance is what a waiting member expects; its session was renewed all the same.
-        with contextlib.suppress(RebalanceInProgressError):
-            coordinator.heartbeat(name, member_id, generation)
 
     # Heartbeat ---------------------------------------------------------------------------
 
@@ -462,22 +412,6 @@ class MemberIdRequiredError(TidelogError):
 
     def __init__(self, member_id: str) -> None:
         super().__init__(f"join again as member {member_id}")
-
-
-def _gone(group: Group, member_id: str) -> TidelogError:
-    if member_id in group.fenced:
-        return FencedInstanceError(f"member {member_id} was replaced by a newer instance")
-    return UnknownMemberError(f"member {member_id!r} is not in group {group.name!r}")
-
-
-def _moved_on(group: Group) -> TidelogError:
-    """The member must join again: the group moved past its generation (it is kept in the
-    new one, so it rejoins under the same id)."""
-    return RebalanceInProgressError(
-        f"group {group.name} moved on to generation {group.generation}",
-        generation=group.generation,
-        state=group.state.value,
-    )
 
 
 def _illegal_generation(generation: int, group: Group) -> TidelogError:

@@ -21,7 +21,7 @@ from tidelog.errors import TidelogError
 from tidelog.groups.consumer.classic import ClassicJoin
 from tidelog.groups.consumer.coordinator import ConsumerCoordinator
 from tidelog.groups.consumer.heartbeat import Outcome
-from tidelog.groups.coordinator import JoinRequest
+from tidelog.groups.model import JoinRequest
 from tidelog.kafka.codec import NONE, Answer, Request, code, field
 from tidelog.kafka.consumer_protocol import PROTOCOL_TYPE, write_assignment
 

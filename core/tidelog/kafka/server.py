@@ -59,7 +59,7 @@ class KafkaServer:
         handlers: Handlers,
         *,
         workers: int = 32,
-        waiters: int = 64,
+        waiters: int = 1024,
         listener: str = PLAINTEXT,
         tls: ServerTls | None = None,
         sasl: SaslSettings | None = None,
@@ -71,7 +71,9 @@ class KafkaServer:
         self._refresher: asyncio.Task[None] | None = None
         self._pool = ContextPool(workers, thread_name_prefix="tidelog-kafka")
         # Requests that wait (a fetch's long poll, a member waiting for its group) do so in
-        # threads of their own, so they never hold up the requests they are waiting for.
+        # threads of their own, so they never hold up the requests they are waiting for. As
+        # many as a big group's members joining at once: one that waited for a thread would
+        # join after the others' generation, and start the next (threads start when needed).
         self._waiting_pool = ContextPool(waiters, thread_name_prefix="tidelog-wait")
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}

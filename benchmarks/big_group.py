@@ -1,0 +1,251 @@
+"""A big consumer group through the agent: librdkafka consumers (the classic protocol, at
+librdkafka's defaults but for a 6 s session) join one group on a topic of six partitions a
+member, which already holds records in each; 30, 50 and 100 members, each size on a stack of its
+own. Measured: the time from the last member's subscribe to every member consuming; from a
+member's death (SIGKILL: it never leaves) to its partitions being consumed by the others; and
+the assignment state machine's executions each wave started (one per generation: the target is
+one per wave, not one per member). A size that does not form within a minute says so.
+
+The agent runs in a zone of its own at the group defaults a deployment has
+(``group.initial.rebalance.delay.ms`` 3 s, a 6 s least session), not the tests' shortened ones.
+The members share this process (a thread each); the one killed is a process of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from tests.support import devserver
+from tests.support.agents import AgentProcess
+
+from benchmarks.report import Section
+from tidelog.groups.rebalancer import execution_name
+from tidelog.local.stack import aws_client
+
+SIZES = ((30, 180), (50, 300), (100, 600))  # members, partitions: six partitions each
+RECORDS_PER_PARTITION = 5
+ZONE = "biggroup"
+DEFAULTS = {  # the deployment's group defaults, where the test helper shortens them
+    "TIDELOG_INITIAL_REBALANCE_DELAY_MS": "3000",
+    "TIDELOG_GROUP_MIN_SESSION_TIMEOUT_MS": "6000",
+    "TIDELOG_TRANSACTION_CLEANUP_INTERVAL_MS": "10000",
+}
+SESSION_MS = 6000
+JOIN_TARGET_S = 5.0
+WAIT_S = 60
+
+
+class NotFormedError(RuntimeError):
+    pass
+
+
+def run(progress: Any = print) -> Section:
+    section = Section(
+        "A big group",
+        "librdkafka consumers join one group through one agent, on a topic of six partitions "
+        f"a member holding {RECORDS_PER_PARTITION} records each; then one member is killed. "
+        f"Classic protocol, librdkafka's default assignors, {SESSION_MS // 1000} s sessions; "
+        "the agent at a deployment's group defaults (3 s initial rebalance delay). Each size on "
+        "a stack of its own.",
+        (
+            "members / partitions",
+            "last join to all consuming",
+            "executions for the joins",
+            "death to its partitions consumed",
+            "executions for the death",
+        ),
+    )
+    for members, partitions in SIZES:
+        progress(f"  {members} members on {partitions} partitions")
+        try:
+            joined, join_runs, reassigned, death_runs = _measure(members, partitions, progress)
+        except NotFormedError as exc:
+            section.rows.append((f"{members} / {partitions}", str(exc), "", "", ""))
+            continue
+        section.rows.append(
+            (
+                f"{members} / {partitions}",
+                f"{joined:.1f} s (target <= {JOIN_TARGET_S:.0f} s)",
+                f"{join_runs} (target 1)",
+                reassigned,
+                f"{death_runs} (target 1)",
+            )
+        )
+    section.notes += [
+        "The join time includes the agent's initial rebalance delay (3 s, Kafka's default), which "
+        "is what gathers a wave of joins into one generation. Executions are the assignment "
+        "state machine's, one per generation.",
+        "A killed member is found dead when its session ends; the others learn of the rebalance "
+        "at their next heartbeat (librdkafka's default, every 3 s) and rejoin.",
+    ]
+    return section
+
+
+def _measure(members: int, partitions: int, progress: Any) -> tuple[float, int, str, int]:
+    dev = devserver.start()
+    agent = AgentProcess(dev, "--zone", ZONE, environ=DEFAULTS)
+    settings = {"bootstrap.servers": agent.bootstrap, "client.id": f"tidelog_az={ZONE}"}
+    group = f"big-{uuid.uuid4().hex[:6]}"
+    polling: list[_Member] = []
+    victim: subprocess.Popen[str] | None = None
+    try:
+        topic = _fill(settings, partitions)
+        victim = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.big_group", json.dumps(settings), topic, group],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(members - 1):
+            polling.append(_Member(settings, topic, group))
+        last_join = time.monotonic()
+        try:
+            victim_partitions = _assignment_of(victim)
+            _wait(lambda: all(m.first_at for m in polling), "every member consuming")
+        except TimeoutError as exc:
+            runs = _executions(dev.aws_url, group)
+            raise NotFormedError(f"{exc} ({runs} executions meanwhile)") from exc
+        joined = max(m.first_at for m in polling) - last_join
+        join_runs = _executions(dev.aws_url, group)
+        progress(f"    every member consuming {joined:.1f} s after the last join")
+        killed_at = time.monotonic()
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        _produce(settings, topic, victim_partitions, b"after")
+        try:
+            _wait(
+                lambda: victim_partitions <= set().union(*(m.after for m in polling)),
+                "the dead member's partitions consumed by others",
+            )
+        except TimeoutError as exc:
+            runs = _executions(dev.aws_url, group) - join_runs
+            return joined, join_runs, f"{exc} ({runs} executions meanwhile)", runs
+        reassigned = max(m.after_at for m in polling if m.after) - killed_at
+        death_runs = _executions(dev.aws_url, group) - join_runs
+        progress(f"    its partitions consumed again {reassigned:.1f} s after the death")
+        return joined, join_runs, f"{reassigned:.1f} s", death_runs
+    finally:
+        with ThreadPoolExecutor(len(polling) or 1) as closing:  # each close leaves the group
+            list(closing.map(_Member.stop, polling))
+        if victim is not None and victim.poll() is None:
+            victim.kill()
+        agent.stop()
+        dev.stop()
+
+
+class _Member:
+    """A consumer polling in a thread of its own: when it first got a record, and which
+    partitions it got an ``after`` record from, and when."""
+
+    def __init__(self, settings: dict[str, str], topic: str, group: str) -> None:
+        self.first_at = 0.0
+        self.after: set[int] = set()
+        self.after_at = 0.0
+        self._consumer = Consumer(_consumer_settings(settings, group))
+        self._consumer.subscribe([topic])
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            message = self._consumer.poll(0.2)
+            if message is None or message.error() is not None:
+                continue
+            now = time.monotonic()
+            self.first_at = self.first_at or now
+            if message.value() == b"after" and message.partition() not in self.after:
+                self.after.add(message.partition())
+                self.after_at = now
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._consumer.close()
+
+
+def _consumer_settings(settings: dict[str, str], group: str) -> dict[str, Any]:
+    return {
+        **settings,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "session.timeout.ms": SESSION_MS,
+    }
+
+
+def _fill(settings: dict[str, str], partitions: int) -> str:
+    topic = f"big-{uuid.uuid4().hex[:6]}"
+    admin = AdminClient(settings)
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(60)
+    for _ in range(RECORDS_PER_PARTITION):
+        _produce(settings, topic, set(range(partitions)), b"before")
+    return topic
+
+
+def _produce(settings: dict[str, str], topic: str, partitions: set[int], value: bytes) -> None:
+    producer = Producer({**settings, "linger.ms": 5})
+    for partition in sorted(partitions):
+        producer.produce(topic, value, partition=partition)
+    if producer.flush(60):
+        raise RuntimeError("records were not delivered within 60 s")
+
+
+def _assignment_of(victim: subprocess.Popen[str]) -> set[int]:
+    """The partitions the member to be killed prints once it consumes."""
+    assert victim.stdout is not None
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.append(victim.stdout.readline()), daemon=True)
+    reader.start()
+    _wait(lambda: not reader.is_alive(), "the member to be killed consuming")
+    if not lines[0]:
+        raise RuntimeError("the member to be killed ended before it was assigned partitions")
+    return set(json.loads(lines[0]))
+
+
+def _wait(done: Any, what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not done():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not within {WAIT_S} s: {what}")
+        time.sleep(0.05)
+
+
+def _executions(aws_url: str, group: str) -> int:
+    """The assignment state machine's executions for ``group`` (named by group and
+    generation: tidelog.groups.rebalancer)."""
+    sfn = aws_client("stepfunctions", aws_url, "us-east-1")
+    prefix = execution_name(group, 0).rsplit("-", 2)[0]
+    count = 0
+    for machine in sfn.list_state_machines()["stateMachines"]:
+        pages = sfn.get_paginator("list_executions").paginate(
+            stateMachineArn=machine["stateMachineArn"]
+        )
+        count += sum(e["name"].startswith(prefix) for page in pages for e in page["executions"])
+    return count
+
+
+def _victim(settings: dict[str, str], topic: str, group: str) -> None:
+    """A member in a process of its own: prints its partitions once it has consumed, then
+    consumes until it is killed."""
+    consumer = Consumer(_consumer_settings(settings, group))
+    consumer.subscribe([topic])
+    told = False
+    while True:
+        message = consumer.poll(0.2)
+        if not told and message is not None and message.error() is None:
+            partitions = [p.partition for p in consumer.assignment()]
+            print(json.dumps(partitions), flush=True)
+            told = True
+
+
+if __name__ == "__main__":
+    _victim(json.loads(sys.argv[1]), sys.argv[2], sys.argv[3])
