@@ -147,7 +147,7 @@ class Committer:
 
     def _known(self, appends: Sequence[PartitionAppend]) -> _Known:
         """Everything the appends' plans stand on: kept where this process knows it, the rest
-        read strongly, in one call (the transactional ids their guards name, always read)."""
+        read strongly, in one call; and the transactional ids their guards name, always read."""
         guards = list({g for a in appends for g in a.guards.values()})
         heads: dict[PartitionKey, Head | None] = {}
         states: dict[PartitionKey, dict[int, ProducerState]] = {a.key: {} for a in appends}
@@ -168,8 +168,10 @@ class Committer:
                     self._states.move_to_end((append.key, producer_id))
                     states[append.key][producer_id] = state
                     kept_states.add(append.key)
-        wanted = [g.key for g in guards]
-        wanted += [(keys.log_pk(*a.key), keys.HEAD_SK) for a in appends if a.key not in heads]
+        # Transactional ids apart: a role may read the log's keys and the coordinator's only
+        # in calls of their own (IAM's LeadingKeys condition holds for every key of a call).
+        txns = read_txns(self._meta.get_many([g.key for g in guards]), guards) if guards else {}
+        wanted = [(keys.log_pk(*a.key), keys.HEAD_SK) for a in appends if a.key not in heads]
         wanted += [(keys.log_pk(*key), keys.producer_sk(pid)) for key, pid in unread]
         read = self._meta.get_many(wanted) if wanted else {}
         for append in appends:
@@ -180,7 +182,7 @@ class Committer:
             item = read.get((keys.log_pk(*key), keys.producer_sk(producer_id)))
             if item is not None:
                 states[key][producer_id] = ProducerState.from_attributes(producer_id, dict(item))
-        return _Known(read_txns(read, guards), heads, states, kept_states)
+        return _Known(txns, heads, states, kept_states)
 
     def _plan(self, append: PartitionAppend, known: _Known) -> Plan:
         head = known.heads[append.key]
