@@ -2,7 +2,7 @@
 
 For each partition the object holds batches for, the commit needs the partition's head (its
 next offset), the states of the idempotent producers involved and the transactional ids its
-transactions' requests name; it reads what it does not know in one call, then plans
+transactions' requests name; it reads what of the log it does not know in one call, then plans
 (tidelog.log.write.plan, pure): retried batches keep their original offsets, new ones get the
 next offsets. The plans of a group of partitions are written in one DynamoDB transaction that
 compare-and-sets every head, creates every index item, updates every producer state, marks the
@@ -179,24 +179,16 @@ class Committer:
                 pk = keys.log_pk(*append.key)
                 heads[append.key] = Head.from_item(read.get((pk, keys.HEAD_SK)))
         for key, producer_id in unread:
-            item = read.get((keys.log_pk(*key), keys.producer_sk(producer_id)))
-            if item is not None:
-                states[key][producer_id] = ProducerState.from_attributes(producer_id, dict(item))
+            states[key] |= _states_in(read, key, [producer_id])
         return _Known(txns, heads, states, kept_states)
 
     def _plan(self, append: PartitionAppend, known: _Known) -> Plan:
         head = known.heads[append.key]
         planned = plan(append, head, known.states[append.key], known.txns)
         if planned.judged_unwritten and append.key in known.kept_states:
-            pk = keys.log_pk(*append.key)
-            wanted = [(pk, keys.producer_sk(pid)) for pid in _idempotent(append)]
-            read = self._meta.get_many(wanted)
-            states = {
-                pid: ProducerState.from_attributes(pid, dict(item))
-                for pid in _idempotent(append)
-                if (item := read.get((pk, keys.producer_sk(pid)))) is not None
-            }
-            planned = plan(append, head, states, known.txns)
+            pk, producer_ids = keys.log_pk(*append.key), _idempotent(append)
+            read = self._meta.get_many([(pk, keys.producer_sk(pid)) for pid in producer_ids])
+            planned = plan(append, head, _states_in(read, append.key, producer_ids), known.txns)
         return planned
 
     def _write(self, plans: list[Plan], object_key: str, progress: _Progress) -> None:
@@ -299,6 +291,18 @@ class Committer:
 
 
 Planned = tuple[Plan, list[Write]]
+
+
+def _states_in(
+    read: Mapping[tuple[str, str], Mapping[str, object]], key: PartitionKey, producer_ids: list[int]
+) -> dict[int, ProducerState]:
+    """The states of ``producer_ids`` in partition ``key`` that ``read`` found."""
+    pk = keys.log_pk(*key)
+    return {
+        pid: ProducerState.from_attributes(pid, dict(item))
+        for pid in producer_ids
+        if (item := read.get((pk, keys.producer_sk(pid)))) is not None
+    }
 
 
 def _may_guess_head(append: PartitionAppend) -> bool:
