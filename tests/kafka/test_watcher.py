@@ -3,6 +3,7 @@ moves, released at its deadline."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 
@@ -72,3 +73,21 @@ def test_a_failed_read_is_tried_again():
     heads.heads[("t", 1)] = 3
     watcher = HighWatermarkWatcher(flaky, interval_s=0.01)
     assert watcher.wait({("t", 1): 2}, time.monotonic() + 5)
+
+
+def test_a_slow_read_is_followed_by_a_pause_as_long():
+    """600 partitions waited on are six BatchGetItems a poll; on a busy store they take longer
+    than the interval, and polling back to back would take all the store gives this host."""
+    heads = Heads()
+    began: list[float] = []
+
+    def slow(partitions):
+        began.append(time.monotonic())
+        time.sleep(0.1)
+        return heads(partitions)
+
+    watcher = HighWatermarkWatcher(slow, interval_s=0.01)
+    assert not watcher.wait({("t", 1): 0}, time.monotonic() + 0.75)
+    gaps = [b - a for a, b in itertools.pairwise(began)]
+    assert gaps
+    assert all(gap >= 0.2 - 0.01 for gap in gaps)  # the read's 0.1 s, and a pause as long

@@ -45,13 +45,18 @@ class Coordinator:
         self.loads = 0
         self.renewed: list[str] = []
         self.failure: Exception | None = None
+        self.in_flight = self.most_in_flight = 0
         self._lock = threading.Lock()
 
     def load(self, name: str) -> Group:
         with self._lock:
             self.loads += 1
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
             seen = self.group
         time.sleep(self.load_s)
+        with self._lock:
+            self.in_flight -= 1
         if self.failure is not None:
             raise self.failure
         return seen
@@ -93,6 +98,32 @@ def test_many_waiters_share_a_read():
     assert coordinator.loads <= 3  # one read, and at most a couple begun before others saw it
 
 
+def test_waiters_arriving_during_a_read_share_the_next_one():
+    """Each arrives while a read is in flight, begun before it: it waits for that read to end
+    and shares the next with everyone who arrived meanwhile (never a read of its own)."""
+    coordinator = Coordinator(gathering(member("a")), load_s=0.05)
+    shared = waiting(coordinator)
+    got: list[int] = []
+
+    def arrive(delay_s: float) -> None:
+        time.sleep(delay_s)
+        seen = shared._begun()
+        number, _ = shared.group("g", seen)
+        assert number > seen
+        got.append(number)
+
+    threads = [threading.Thread(target=arrive, args=(i * 0.005,)) for i in range(60)]
+    began = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    took_s = time.monotonic() - began
+    assert len(got) == 60
+    assert coordinator.most_in_flight == 1
+    assert coordinator.loads <= took_s / 0.05 + 1  # one a read's time, not one an arrival
+
+
 def test_a_read_begun_before_what_a_waiter_saw_is_never_its_answer():
     coordinator = Coordinator(gathering(member("a")))
     shared = waiting(coordinator)
@@ -125,7 +156,7 @@ def test_a_waiting_member_renews_its_session_a_third_of_it_apart_until_it_is_ans
     answered_after = 30  # polls: 6 s
     calls = iter(range(10**6))
     answer = shared.until(
-        "g", "a", 60_000, lambda group: "done" if next(calls) == answered_after else None
+        "g", "a", lambda group: "done" if next(calls) == answered_after else None, 60_000
     )
     assert answer == "done"
     assert slept == [POLL_S] * answered_after
@@ -137,7 +168,7 @@ def test_a_member_missing_from_the_read_is_told_so():
     coordinator = Coordinator(gathering(member("a")))
     shared = waiting(coordinator)
     with pytest.raises(Exception, match="not in group") as caught:
-        shared.until("g", "nobody", 1000, lambda group: None)
+        shared.until("g", "nobody", lambda group: None, 1000)
     assert caught.value.kafka_error.name == "UNKNOWN_MEMBER_ID"
 
 
@@ -150,5 +181,19 @@ def test_past_its_rebalance_timeout_a_waiting_member_is_told_to_join_again():
 
     shared = waiting(coordinator, clock=lambda: clock[0], sleep=sleep)
     with pytest.raises(RebalanceInProgressError):
-        shared.until("g", "a", 1000, lambda group: None)
+        shared.until("g", "a", lambda group: None, 1000)
     assert clock[0] == pytest.approx(1.0)
+
+
+def test_by_default_a_member_waits_its_own_rebalance_timeout_as_read():
+    clock = [0.0]
+    coordinator = Coordinator(gathering(member("a")))  # its rebalance timeout: 10 s
+
+    def sleep(seconds: float) -> None:
+        clock[0] += seconds
+
+    shared = waiting(coordinator, clock=lambda: clock[0], sleep=sleep)
+    with pytest.raises(RebalanceInProgressError):
+        shared.until("g", "a", lambda group: None)
+    assert 10.0 <= clock[0] <= 10.0 + POLL_S + 1e-6  # polls of 0.2 s sum to about 10
+    assert coordinator.loads == round(clock[0] / POLL_S) + 1  # one a poll, and no other

@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
-from tidelog.assignors import TopicPartition, assign
+from tidelog.assignors import assign
 from tidelog.errors import RetriableError
-from tidelog.groups import items, stored
+from tidelog.groups import items, sessions, stored
 from tidelog.groups.model import (
     REBALANCING,
     Assignment,
@@ -91,6 +91,7 @@ class Coordinator:
         self._initial_delay_ms = initial_rebalance_delay_ms
         self._new_id = new_id
         self._new_incarnation = new_incarnation
+        self._sweeps = sessions.Sweeps()
         self.offsets = GroupOffsets(meta, topics, reader, clock_ms=clock_ms, current=self.current)
 
     # -- reading -------------------------------------------------------------------------
@@ -98,6 +99,11 @@ class Coordinator:
     def load(self, name: str) -> Group:
         """The classic group (ConsumerProtocolGroupError for a consumer group's name)."""
         return stored.load_classic(self._meta, name)
+
+    def load_meta(self, name: str) -> Group:
+        """The classic group as its meta item says, no members (one item read; likewise
+        ConsumerProtocolGroupError for a consumer group's name)."""
+        return stored.load_meta(self._meta, name)
 
     def groups(self) -> list[AnyGroup]:
         """Every group, of either protocol, sessions that ran out removed (not written)."""
@@ -184,7 +190,8 @@ class Coordinator:
         def change(group: Group) -> tuple[Group, list[Write], str]:
             return replace(group, pending={**group.pending, member_id: expires}), [], member_id
 
-        return self._mutate(name, change, arrived_ms=now)
+        # An id of its own, whoever else is reserving: the meta item is all it needs to read.
+        return self._mutate(name, change, arrived_ms=now, whole=False)
 
     def _member(
         self,
@@ -279,13 +286,31 @@ class Coordinator:
 
         return self._mutate(name, change)
 
-    def heartbeat(self, name: str, member_id: str, generation: int) -> Heartbeat:
+    def heartbeat(
+        self, name: str, member_id: str, generation: int, *, with_assignment: bool = True
+    ) -> Heartbeat:
         """Kafka's Heartbeat, JoinGroup and SyncGroup in one: keeps the session alive; during a
         rebalance, a heartbeat naming the new generation joins it (the member has revoked its
         partitions, eager, or those outside what it was told to keep, cooperative); once the
-        generation is Stable it answers the member's assignment."""
+        generation is Stable it answers the member's assignment (unless not ``with_assignment``,
+        as Kafka's Heartbeat answers). Most read only the member's own items and the meta item
+        (tidelog.groups.sessions)."""
         validate_group_id(name)
         now = self._clock_ms()
+        sweep = self._sweeps.due(name, now)
+        if not sweep:
+            quick = sessions.beat(
+                self._meta, name, member_id, generation, now, with_assignment=with_assignment
+            )
+            if quick is not None:
+                return quick
+        try:
+            return self._beat_whole(name, member_id, generation, now)
+        finally:
+            if sweep:
+                self._sweeps.done(name, self._clock_ms())
+
+    def _beat_whole(self, name: str, member_id: str, generation: int, now: int) -> Heartbeat:
         sizes = self.topic_sizes()
 
         def change(group: Group) -> tuple[Group, list[Write], Group]:
@@ -318,21 +343,7 @@ class Coordinator:
             alive_group = replace(group, members=members)
             return alive_group, [], alive_group
 
-        group = self._mutate(name, change, arrived_ms=now)
-        assignment = group.current_assignment()
-        if group.state == State.STABLE and assignment is not None:
-            return Heartbeat(group.state, group.generation, assignment.of(member_id))
-        keep: tuple[TopicPartition, ...] = ()
-        last = group.assignment
-        if is_cooperative(group.protocol) and last is not None:
-            keep = last.of(member_id)  # cooperative: keep what does not move
-        raise RebalanceInProgressError(
-            f"group {name} is rebalancing to generation {group.generation}",
-            generation=group.generation,
-            state=group.state.value,
-            keep=keep,
-            kept_from=-1 if last is None else last.generation,
-        )
+        return sessions.answer(self._mutate(name, change, arrived_ms=now), member_id)
 
     # -- the rebalance's task --------------------------------------------------------------
 
@@ -391,7 +402,9 @@ class Coordinator:
                 wanted,
             )
             follow_up[0] = is_cooperative(group.protocol) and withheld(result, wanted)
-            stable = replace(group, state=State.STABLE, assignment=assignment)
+            stable = replace(
+                group, state=State.STABLE, assignment=assignment, stable_ms=self._clock_ms()
+            )
             return stable, [Put(items.assignment_item(name, assignment))], answer
 
         result = self._mutate(name, change, expire=False)
@@ -453,12 +466,14 @@ class Coordinator:
         *,
         expire: bool = True,
         arrived_ms: int | None = None,
+        whole: bool = True,
     ) -> _T:
         """Apply ``change`` to the group as stored, sessions that ran out first, judged at
         ``arrived_ms`` (as Kafka judges a heartbeat on arrival, not after a busy moment's
-        retries); a new generation begins when written: retries never shorten its timeout."""
+        retries); a new generation begins when written: retries never shorten its timeout.
+        Not ``whole``: to its meta item alone (a change that adds items and reads no others)."""
         for _ in range(_ATTEMPTS):
-            loaded = self.load(name)
+            loaded = self.load(name) if whole else stored.load_meta(self._meta, name)
             group = self._expired(loaded, arrived_ms) if expire else loaded
             new, extra, answer = change(group)
             if not loaded.exists:

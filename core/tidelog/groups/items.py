@@ -164,9 +164,16 @@ def fence(name: str, previous: Member) -> Write:
 
 
 def renewal(name: str, member: Member, now_ms: int) -> Put:
-    """The member's session renewed: its item as read, with a new heartbeat, if still so."""
+    """The member's session renewed: its item as read, with a new heartbeat, if still so (a
+    rebalance carrying it to the next generation rewrites it with the same heartbeat)."""
     renewed = member_item(name, replace(member, heartbeat_ms=now_ms))
-    return Put(renewed, Compare("heartbeat_ms", "=", member.heartbeat_ms))
+    return Put(
+        renewed,
+        all_of(
+            Compare("heartbeat_ms", "=", member.heartbeat_ms),
+            Compare("joined_generation", "=", member.joined_generation),
+        ),
+    )
 
 
 def diff(name: str, old: Group, new: Group) -> list[Write]:
@@ -230,6 +237,24 @@ def member_writes(
     return writes
 
 
+def member_checks(
+    name: str, group: Group, member: Member, *, renew_ms: int | None = None
+) -> list[Write]:
+    """What keeps a write conditional on one member's view of ``group`` (its meta item is
+    ``guard``'s): the member still one (or, given ``renew_ms``, still as read, its session
+    renewed then), and the last assignment as read."""
+    assignment = Check(
+        group_pk(name),
+        ASSIGNMENT_SK,
+        ItemAbsent()
+        if group.assignment is None
+        else Compare("generation", "=", group.assignment.generation),
+    )
+    if renew_ms is not None:
+        return [renewal(name, member, renew_ms), assignment]
+    return [Check(group_pk(name), MEMBER_PREFIX + member.member_id, ItemExists()), assignment]
+
+
 def guard(name: str, group: Versioned) -> list[Write]:
     """What keeps a write of offsets conditional on ``group`` as read: a check of its meta
     item, or for a group that does not exist yet its creation, Empty (Kafka's coordinator
@@ -248,6 +273,7 @@ def _meta_writes(name: str, old: Group, new: Group) -> list[Write]:
         "generation": new.generation,
         "version": old.version + 1,
         "rebalance_ms": new.rebalance_ms,
+        "stable_ms": new.stable_ms,
     }
     if new.incarnation:
         item["incarnation"] = new.incarnation
@@ -274,6 +300,7 @@ def group_from_items(name: str, found: Iterable[Mapping[str, object]]) -> Group:
                 protocol=None if item.get("protocol") is None else str(item["protocol"]),
                 version=int_of(item["version"]),
                 rebalance_ms=int_of(item.get("rebalance_ms", 0)),
+                stable_ms=int_of(item.get("stable_ms", 0)),
                 incarnation=str(item.get("incarnation", "")),
             )
         elif sk.startswith(MEMBER_PREFIX):

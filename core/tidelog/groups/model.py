@@ -141,9 +141,6 @@ class Member:
     """Who the member says it is (a Kafka client's id) and where it connected from, as Kafka's
     DescribeGroups answers them; empty over HTTP."""
 
-    def expired(self, now_ms: int) -> bool:
-        return self.heartbeat_ms + self.session_timeout_ms < now_ms
-
     def subscribes(self, topic: str) -> bool:
         if topic in self.topics:
             return True
@@ -193,6 +190,9 @@ class Group:
     """Member ids handed out before the member joins (Kafka's MEMBER_ID_REQUIRED, KIP-394),
     each until its session would have run out (ms)."""
     rebalance_ms: int = 0  # when the current generation began
+    stable_ms: int = 0
+    """When the current generation was assigned: every member's session counts from then at
+    least, as Kafka reschedules each member's session when its group turns Stable."""
     incarnation: str = ""
     """Drawn when the group is created: its generations count from 1 again after a deletion,
     and this keeps their state machine executions apart (tidelog.groups.rebalancer)."""
@@ -305,6 +305,12 @@ def select_protocol(members: Iterable[Member]) -> str:
     return min(candidates, key=lambda c: (-votes[c], c))
 
 
+def session_over(group: Group, member: Member, now_ms: int) -> bool:
+    """Has the member's session run out? It counts from its last heartbeat, or from when the
+    group's generation was assigned, if later."""
+    return max(member.heartbeat_ms, group.stable_ms) + member.session_timeout_ms < now_ms
+
+
 def expired_members(group: Group, now_ms: int) -> list[str]:
     """Members whose session ran out, but for those that joined the generation still gathering
     its members: Kafka keeps a member awaiting its join alive, bounded by the rebalance
@@ -312,7 +318,8 @@ def expired_members(group: Group, now_ms: int) -> list[str]:
     return sorted(
         m.member_id
         for m in group.members.values()
-        if m.expired(now_ms) and not (gathering(group) and m.joined_generation == group.generation)
+        if session_over(group, m, now_ms)
+        and not (gathering(group) and m.joined_generation == group.generation)
     )
 
 

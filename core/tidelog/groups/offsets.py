@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from tidelog.errors import ConflictError, InvalidRequestError, RetriableError, TidelogError
-from tidelog.groups import items
+from tidelog.groups import items, sessions
 from tidelog.groups.consumer.model import ConsumerGroup
 from tidelog.groups.model import (
     MAX_METADATA_BYTES,
@@ -25,15 +25,17 @@ from tidelog.groups.model import (
     RebalanceInProgressError,
     State,
     UnknownMemberError,
+    expired_members,
     known_member,
     validate_group_id,
 )
 from tidelog.log.read.fetch import LogReader
-from tidelog.log.topics import Topics
-from tidelog.storage import ConditionFailedError, Delete, MetadataStore, Put, Write
-from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
+from tidelog.log.topics import MAX_NAME, Topic, Topics
+from tidelog.storage import ConditionFailedError, Delete, Item, MetadataStore, Put, Write
+from tidelog.storage.metadata import MAX_BATCH_GET, MAX_TRANSACTION_WRITES
 
 _ATTEMPTS = 30
+_GUARDS = 3  # a commit's checks: the meta item, and its member's and the assignment's items
 
 
 @dataclass(frozen=True)
@@ -82,40 +84,59 @@ class GroupOffsets:
         # coordinator reads a commit's partitions into a map.
         offsets = list({(o.topic, o.partition): o for o in offsets}.values())
         keys = [(o.topic, o.partition) for o in offsets]
-        self._fence_commit(self._current(name), member_id, generation)
+        guard: list[Write] | None = self._fenced(name, member_id, generation)
         results: dict[tuple[str, int], CommitResult] = {}
         pending = []
+        topics: dict[str, Topic | TidelogError] = {}  # each read once: a consumer names a few
         for commit in offsets:
-            error = self._check_commit(commit)
+            error = self._check_commit(commit, topics)
             if error is not None:
                 results[(commit.topic, commit.partition)] = CommitResult(
                     commit.topic, commit.partition, error=error
                 )
             else:
                 pending.append(commit)
-        for start in range(0, len(pending), MAX_TRANSACTION_WRITES - 2):
-            chunk = pending[start : start + MAX_TRANSACTION_WRITES - 2]
-            for result in self._commit_chunk(name, member_id, generation, chunk):
+        for start in range(0, len(pending), MAX_TRANSACTION_WRITES - _GUARDS):
+            chunk = pending[start : start + MAX_TRANSACTION_WRITES - _GUARDS]
+            for result in self._commit_chunk(name, member_id, generation, chunk, guard):
                 results[(result.topic, result.partition)] = result
+            guard = None  # fenced again for the next chunk
         return [results[k] for k in keys]
 
-    def _check_commit(self, commit: OffsetCommit) -> TidelogError | None:
+    def _check_commit(
+        self, commit: OffsetCommit, topics: dict[str, Topic | TidelogError]
+    ) -> TidelogError | None:
         if len(commit.metadata.encode()) > MAX_METADATA_BYTES:
             return InvalidRequestError(
                 f"metadata over {MAX_METADATA_BYTES} bytes", kafka_error="OFFSET_METADATA_TOO_LARGE"
             )
+        found = topics.get(commit.topic)
+        if found is None:
+            try:
+                found = self._topics.get(commit.topic)
+            except TidelogError as exc:
+                found = exc
+            topics[commit.topic] = found
+        if isinstance(found, TidelogError):
+            return found
         try:
-            self._topics.get(commit.topic).check_partition(commit.partition)
+            found.check_partition(commit.partition)
         except TidelogError as exc:
             return exc
         return None
 
     def _commit_chunk(
-        self, name: str, member_id: str, generation: int, chunk: Sequence[OffsetCommit]
+        self,
+        name: str,
+        member_id: str,
+        generation: int,
+        chunk: Sequence[OffsetCommit],
+        guard: list[Write] | None,
     ) -> list[CommitResult]:
+        """The chunk's offsets written, conditional on ``guard`` (the fencing as it stands)
+        or, when none is given or it no longer holds, on the group fenced again."""
         for _ in range(_ATTEMPTS):
-            group = self._current(name)
-            self._fence_commit(group, member_id, generation)
+            guard = guard or self._fenced(name, member_id, generation)
             now = self._clock_ms()
             writes: list[Write] = [
                 Put(
@@ -132,11 +153,36 @@ class GroupOffsets:
             ]
             try:
                 # Conditional on the group as fenced: a membership change in between refences.
-                self._meta.transact([*items.guard(name, group), *writes])
+                self._meta.transact([*guard, *writes])
             except ConditionFailedError:
+                guard = None
                 continue
             return [CommitResult(c.topic, c.partition, c.offset) for c in chunk]
         raise RetriableError(f"group {name} kept changing under the commit; try again")
+
+    def _fenced(self, name: str, member_id: str, generation: int) -> list[Write]:
+        """Fence the commit (raising Kafka's errors), and the checks that keep its writes
+        conditional on what it was fenced on. A member in good standing is fenced on its own
+        items and the meta item (a consumer commits every few seconds: reading every member's
+        item each time made commits O(members)); anything else on the whole group."""
+        if member_id:
+            view = sessions.member_view(self._meta, name, member_id, with_assignment=True)
+            member = None if view is None else view.members.get(member_id)
+            now = self._clock_ms()
+            if (
+                view is not None
+                and member is not None
+                and member_id not in expired_members(view, now)
+            ):
+                self._fence_commit(view, member_id, generation)
+                # Kafka's offset commits keep a classic member's session alive, as heartbeats
+                # do, while its group is Stable or gathering members.
+                renews = view.state in (State.STABLE, State.PREPARING_REBALANCE)
+                checks = items.member_checks(name, view, member, renew_ms=now if renews else None)
+                return [*items.guard(name, view), *checks]
+        group = self._current(name)
+        self._fence_commit(group, member_id, generation)
+        return items.guard(name, group)
 
     def _fence_commit(self, group: Group | ConsumerGroup, member_id: str, generation: int) -> None:
         if isinstance(group, ConsumerGroup):
@@ -170,8 +216,19 @@ class GroupOffsets:
         self, name: str, partitions: Iterable[tuple[str, int]] | None = None
     ) -> dict[tuple[str, int], Committed]:
         wanted = None if partitions is None else set(partitions)
+        pk = items.offsets_pk(name)
+        if (
+            wanted is not None
+            and len(wanted) <= MAX_BATCH_GET
+            and all(len(topic) <= MAX_NAME for topic, _ in wanted)  # no topic has a longer name
+        ):
+            # A member's few partitions of a group that may have committed thousands.
+            keys = [(pk, items.offset_sk(t, p)) for t, p in wanted]
+            found: Iterable[Item] = self._meta.get_many(keys).values()
+        else:
+            found = self._meta.query(pk, hi=items.TXN_OFFSET_PREFIX)
         out = {}
-        for item in self._meta.query(items.offsets_pk(name), hi=items.TXN_OFFSET_PREFIX):
+        for item in found:
             key = (str(item["topic"]), items.int_of(item["partition"]))
             if wanted is not None and key not in wanted:
                 continue

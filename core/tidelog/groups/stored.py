@@ -15,7 +15,7 @@ from tidelog.groups.consumer.model import (
     ConsumerGroup,
 )
 from tidelog.groups.model import Group, InconsistentProtocolError
-from tidelog.storage import ConditionFailedError, Delete, MetadataStore
+from tidelog.storage import ConditionFailedError, Delete, Item, MetadataStore
 
 AnyGroup = Group | ConsumerGroup
 
@@ -25,7 +25,16 @@ class ConsumerProtocolGroupError(InconsistentProtocolError):
 
 
 def load_classic(meta: MetadataStore, name: str) -> Group:
-    found = list(meta.query(items.group_pk(name)))
+    return _classic(name, list(meta.query(items.group_pk(name))))
+
+
+def load_meta(meta: MetadataStore, name: str) -> Group:
+    """The classic group as far as its meta item says: no members, no assignment."""
+    head = meta.get(items.group_pk(name), items.META_SK)
+    return _classic(name, [] if head is None else [head])
+
+
+def _classic(name: str, found: list[Item]) -> Group:
     if consumer_items.is_consumer(found):
         raise ConsumerProtocolGroupError(
             f"group {name} uses the consumer protocol (KIP-848): its members join with "

@@ -134,7 +134,7 @@ class GroupHandlers:
                 joined = coordinator.join(str(body.group_id), join)
             member_id = joined.member_id
             generation, protocol = self._waiting.until(
-                str(body.group_id), member_id, join.rebalance_timeout_ms, _joined(member_id)
+                str(body.group_id), member_id, _joined(member_id), join.rebalance_timeout_ms
             )
         except ConsumerProtocolGroupError:
             owned = read_owned(_known(body)[0].metadata)
@@ -170,10 +170,8 @@ class GroupHandlers:
             return None
 
         try:
-            validate_group_id(name)
-            member = self._coordinator().load(name).members.get(member_id)
-            timeout_ms = member.rebalance_timeout_ms if member is not None else 0
-            assignment = self._waiting.until(name, member_id, timeout_ms, assigned)
+            self._coordinator().load_meta(validate_group_id(name))  # a consumer group's?
+            assignment = self._waiting.until(name, member_id, assigned)
         except ConsumerProtocolGroupError:
             return self._classic_members.sync(request)
         except TidelogError as exc:
@@ -191,7 +189,7 @@ class GroupHandlers:
     def heartbeat(self, request: Request) -> Answer:
         name, member_id, generation = _member(request.body)
         try:
-            beat = self._coordinator().heartbeat(name, member_id, generation)
+            beat = self._coordinator().heartbeat(name, member_id, generation, with_assignment=False)
             error = NONE if beat.generation == generation else code("REBALANCE_IN_PROGRESS")
         except RebalanceInProgressError as exc:
             # Once every member has joined, the assignment is being computed: a member that

@@ -113,14 +113,14 @@ class OffsetHandlers:
             member_id, epoch = member
             if member_id is not None or epoch >= 0:  # v9: a consumer-protocol member's fetch
                 check_fetch(self._coordinator().current(validate_group_id(name)), member_id, epoch)
-            committed = self._coordinator().committed(validate_group_id(name))
+            named = None
+            if topics is not None:
+                named = [(str(t.name), int(p)) for t in topics for p in items(t.partition_indexes)]
+            committed = self._coordinator().committed(validate_group_id(name), named)
             pending = unstable(runtime.metadata_store(), name) if require_stable else set()
         except TidelogError as exc:
             return {"topics": [], "error_code": exc.kafka_error.code}
-        if topics is None:
-            wanted = sorted(committed)
-        else:
-            wanted = [(str(t.name), int(p)) for t in topics for p in items(t.partition_indexes)]
+        wanted = sorted(committed) if named is None else named
         by_topic: dict[str, list[Answer]] = {}
         for topic, partition in wanted:
             found = committed.get((topic, partition))

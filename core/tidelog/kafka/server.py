@@ -48,6 +48,10 @@ log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT = 16  # per connection; clients default to 5
 WAITING = frozenset({ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP})
+"""Requests that wait: a fetch's long poll, a member waiting for its group."""
+LIVENESS = frozenset({ApiKey.HEARTBEAT, ApiKey.CONSUMER_GROUP_HEARTBEAT})
+"""Requests that keep a session alive: a burst of slow commits never holds them up (100
+members' auto-commits queued their heartbeats past their sessions)."""
 
 
 class KafkaServer:
@@ -71,9 +75,10 @@ class KafkaServer:
         self._refresher: asyncio.Task[None] | None = None
         self._pool = ContextPool(workers, thread_name_prefix="tidelog-kafka")
         # Requests that wait (a fetch's long poll, a member waiting for its group) do so in
-        # threads of their own, so they never hold up the requests they are waiting for. As
-        # many as a big group's members joining at once: one that waited for a thread would
-        # join after the others' generation, and start the next (threads start when needed).
+        # threads of their own, so they never hold up the requests they are waiting for; so do
+        # heartbeats, which must never wait for a thread (LIVENESS). As many as a big group's
+        # members joining at once: one that waited for a thread would join after the others'
+        # generation, and start the next (threads start when needed).
         self._waiting_pool = ContextPool(waiters, thread_name_prefix="tidelog-wait")
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
@@ -224,7 +229,8 @@ class KafkaServer:
 
         async def in_turn() -> bytes | None:
             await turn
-            pool = self._waiting_pool if request.api_key in WAITING else self._pool
+            own = request.api_key in WAITING or request.api_key in LIVENESS
+            pool = self._waiting_pool if own else self._pool
             try:
                 now = request
                 if who.auth is not None:

@@ -4,9 +4,10 @@ Kafka parks them in a purgatory and answers them when the group moves. Here the 
 DynamoDB, so a waiting member reads it until it finds what it waits for. Each member reading it
 for itself, a wave of 100 joins read a 100-member group 500 times a second, and renewing each
 session through a full heartbeat read it again. So an agent reads each group about once per
-``POLL_S`` however many of its members wait (each sees a read that began after the one it saw
-last, the first after its own join), and a waiting member's session is renewed by one
-conditional write of its own item; a rebalance that stalled is still restarted by a heartbeat.
+``POLL_S`` however many of its members wait, one read at a time (each sees a read that began
+after the one it saw last, the first after its own join), and a waiting member's session is
+renewed by one conditional write of its own item; a rebalance that stalled is still restarted
+by a heartbeat.
 """
 
 from __future__ import annotations
@@ -50,21 +51,27 @@ class Waiting:
         self._reading: dict[str, tuple[int, threading.Event]] = {}
 
     def until(
-        self, name: str, member_id: str, timeout_ms: int, ready: Callable[[Group], _R | None]
+        self,
+        name: str,
+        member_id: str,
+        ready: Callable[[Group], _R | None],
+        timeout_ms: int | None = None,
     ) -> _R:
         """What ``ready`` finds in the group, looked for every POLL_S until it finds something.
         The member's session is kept alive meanwhile (a third of its timeout apart, as a
-        consumer heartbeats); past ``timeout_ms`` (its rebalance timeout, by which the barrier
-        has removed the laggards) the client is told to join again."""
+        consumer heartbeats); past ``timeout_ms`` (by default the member's rebalance timeout,
+        by which the barrier has removed the laggards) the client is told to join again."""
         coordinator = self._coordinator()
         touched = self._monotonic()
-        deadline = touched + timeout_ms / 1000
+        deadline = None if timeout_ms is None else touched + timeout_ms / 1000
         seen = self._begun()  # the first read must begin after the member's own write
         while True:
             seen, group = self.group(name, seen)
             member = group.members.get(member_id)
             if member is None:
                 raise _gone(group, member_id)
+            if deadline is None:
+                deadline = touched + member.rebalance_timeout_ms / 1000
             found = ready(group)
             if found is not None:
                 return found
@@ -78,30 +85,36 @@ class Waiting:
 
     def group(self, name: str, seen: int) -> tuple[int, Group]:
         """The group as a read that began after read number ``seen`` found it (this thread's,
-        or one another thread began), and that read's number."""
+        or one another thread began), and that read's number. One read of a group is in
+        flight at a time: a waiter that needs a newer one than that waits for it to end, and
+        all who gathered meanwhile share the next (a wave of 100 joins arriving during one
+        read began 100 reads, and the emulator queued them past the members' sessions)."""
         while True:
             with self._lock:
                 read = self._read.get(name)
                 if read is not None and read[0] > seen:
                     return read[0], _unwrap(read[1])
                 reading = self._reading.get(name)
-                if reading is None or reading[0] <= seen:
+                if reading is None:
                     self._reads += 1
                     number, done = self._reads, threading.Event()
                     self._reading[name] = (number, done)
                     break
-                done = reading[1]
-            done.wait()
-        result = self._load(name)
-        with self._lock:
-            if name not in self._read or self._read[name][0] < number:
+                # In flight: its answer if it began after ``seen``; else the next one, begun
+                # (by whichever waiter comes first) once it ends.
+                ended = reading[1]
+            ended.wait()
+        result: Group | Exception = RuntimeError(f"reading group {name} ended unfinished")
+        try:
+            result = self._load(name)
+        finally:  # whatever happened, the next read can begin
+            with self._lock:
                 self._read[name] = (number, result)
-            if self._reading.get(name, (0, None))[1] is done:
                 del self._reading[name]
-            if len(self._read) > _KEPT:
-                for old in sorted(self._read, key=lambda n: self._read[n][0])[: _KEPT // 2]:
-                    del self._read[old]
-        done.set()
+                if len(self._read) > _KEPT:
+                    for old in sorted(self._read, key=lambda n: self._read[n][0])[: _KEPT // 2]:
+                        del self._read[old]
+            done.set()
         return number, _unwrap(result)
 
     def _begun(self) -> int:

@@ -3,7 +3,8 @@
 A Fetch at the end of the log waits up to its ``max_wait_ms`` for new records. Polling each
 waiting request's partitions would cost a read per consumer per poll; instead one thread reads
 the high watermarks of every partition anyone is waiting on (one BatchGetItem per hundred
-partitions) and wakes the waiters whose partitions moved.
+partitions) and wakes the waiters whose partitions moved, pausing between reads at least as
+long as the last took.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class HighWatermarkWatcher:
                     self._heads.clear()
                     self._thread = None
                     return
+            began = time.monotonic()
             try:
                 heads = self._read_heads(wanted)
             except Exception:  # noqa: BLE001 - a failed read is tried again next interval
@@ -64,4 +66,6 @@ class HighWatermarkWatcher:
             with self._changed:
                 self._heads.update(heads)
                 self._changed.notify_all()
-            time.sleep(self._interval_s)
+            # A read slower than the interval (many partitions, a busy store) is followed by a
+            # pause as long: polling takes at most half of what the store serves this host.
+            time.sleep(max(self._interval_s, time.monotonic() - began))

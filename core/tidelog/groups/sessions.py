@@ -1,0 +1,140 @@
+"""A member's heartbeat that reads its own items and the group's meta item, not the group.
+
+Kafka's coordinator holds its groups in memory, so a heartbeat costs it nothing. Here a group is
+its items in DynamoDB, and a heartbeat that read them all cost O(members): a group of 100, each
+member beating every 3 s, read 3,300 items a second, and past about 30 members the reads queued
+long enough for sessions to run out while they waited. So a heartbeat that finds the group
+settled reads the meta item and its own items (member, fenced; and the assignment, when its
+answer carries it) in one BatchGetItem, and renews its session by one conditional write of its
+member item.
+
+What only the whole group shows (a session of someone else that ran out, a subscribed topic
+that appeared or grew, a rebalance that stalled) is found by a full heartbeat: the first of
+each group on this host every ``SWEEP_MS``. Kafka finds expired sessions by a timer at the
+deadline; here they are found up to ``SWEEP_MS`` later, while any member beats. Kafka's consumers
+find new topics and partitions by refreshing metadata (``metadata.max.age.ms``, 5 minutes).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from tidelog.groups import items
+from tidelog.groups.consumer import items as consumer_items
+from tidelog.groups.model import (
+    REBALANCING,
+    Group,
+    Heartbeat,
+    RebalanceInProgressError,
+    State,
+    is_cooperative,
+    known_member,
+    session_over,
+)
+from tidelog.storage import ConditionFailedError, MetadataStore
+
+SWEEP_MS = 1000
+"""How often each host reads a group whole on a heartbeat, while its members beat."""
+_KEPT = 4096  # groups whose last sweep is remembered; an older one is simply swept again
+
+
+class Sweeps:
+    """When this host last read each group whole on a heartbeat, and whether it is reading it
+    now (a sweep slower than ``SWEEP_MS``, on a busy store, is not joined by the next)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: OrderedDict[str, int | None] = OrderedDict()  # None: under way
+
+    def due(self, name: str, now_ms: int) -> bool:
+        """Is a full heartbeat due? If so the caller takes it, and says when it is ``done``."""
+        with self._lock:
+            if name in self._last:
+                last = self._last[name]
+                if last is None or 0 <= now_ms - last < SWEEP_MS:
+                    return False
+            self._last[name] = None
+            self._last.move_to_end(name)
+            while len(self._last) > _KEPT:
+                self._last.popitem(last=False)
+            return True
+
+    def done(self, name: str, now_ms: int) -> None:
+        with self._lock:
+            self._last[name] = now_ms
+
+
+def beat(
+    meta: MetadataStore,
+    name: str,
+    member_id: str,
+    generation: int,
+    now_ms: int,
+    *,
+    with_assignment: bool,
+) -> Heartbeat | None:
+    """Kafka's Heartbeat from a member in good standing, on a group whose meta item says all it
+    needs: Stable at the member's generation (the answer: its partitions), or rebalancing past
+    it or already joined by it (REBALANCE_IN_PROGRESS); a member it does not have, or fenced,
+    is told so. ``None``: the full heartbeat decides (an expired member, a generation to join,
+    a consumer-protocol group, a write that lost a race). Not ``with_assignment``, the answer
+    leaves the member's partitions out (and a cooperative member's to keep), and the
+    assignment item unread."""
+    group = member_view(meta, name, member_id, with_assignment=with_assignment)
+    if group is None:
+        return None
+    member = known_member(group, member_id)  # not a member: told so, as the full one tells it
+    if session_over(group, member, now_ms) or generation > group.generation:
+        return None
+    stable = group.state == State.STABLE and generation == group.generation
+    assigned = group.current_assignment()
+    if stable and with_assignment and assigned is None:
+        return None  # a batch read is no snapshot: the meta item was read after a commit
+    behind = generation < group.generation or member.joined_generation == group.generation
+    if not stable and not (group.state in REBALANCING and behind):
+        return None
+    try:
+        meta.write(items.renewal(name, member, now_ms))
+    except ConditionFailedError:
+        return None
+    if stable:
+        return Heartbeat(group.state, group.generation, assigned.of(member_id) if assigned else ())
+    return answer(group, member_id)
+
+
+def member_view(
+    meta: MetadataStore, name: str, member_id: str, *, with_assignment: bool
+) -> Group | None:
+    """The classic group as one member's requests see it, in one BatchGetItem: its meta item,
+    the member (or that it was fenced) and the group's last assignment (if asked for) but no
+    other member. ``None``: a consumer-protocol group."""
+    pk = items.group_pk(name)
+    wanted = [
+        (pk, items.META_SK),
+        (pk, items.MEMBER_PREFIX + member_id),
+        (pk, items.FENCED_PREFIX + member_id),
+    ]
+    if with_assignment:
+        wanted.append((pk, items.ASSIGNMENT_SK))
+    found = meta.get_many(wanted)
+    if consumer_items.is_consumer(found.values()):
+        return None
+    return items.group_from_items(name, found.values())
+
+
+def answer(group: Group, member_id: str) -> Heartbeat:
+    """A heartbeat's answer: a Stable group's assignment, or REBALANCE_IN_PROGRESS with what a
+    cooperative member keeps (its partitions in the last generation assigned)."""
+    assigned = group.current_assignment()
+    if group.state == State.STABLE and assigned is not None:
+        return Heartbeat(group.state, group.generation, assigned.of(member_id))
+    last = group.assignment
+    keep = last.of(member_id) if is_cooperative(group.protocol) and last is not None else ()
+    raise RebalanceInProgressError(
+        f"group {group.name} is rebalancing to generation {group.generation}",
+        generation=group.generation,
+        state=group.state.value,
+        keep=keep,
+        kept_from=-1 if last is None else last.generation,
+    )
