@@ -473,7 +473,7 @@ class Coordinator:
         retries); a new generation begins when written: retries never shorten its timeout.
         Not ``whole``: to its meta item alone (a change that adds items and reads no others)."""
         for _ in range(_ATTEMPTS):
-            loaded = self.load(name) if whole else stored.load_meta(self._meta, name)
+            loaded = self.load(name) if whole else self.load_meta(name)
             group = self._expired(loaded, arrived_ms) if expire else loaded
             new, extra, answer = change(group)
             if not loaded.exists:
