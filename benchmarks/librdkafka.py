@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -38,10 +39,14 @@ def produce_rate(settings: dict[str, str], topic: str, messages: int, partitions
     return messages / (time.perf_counter() - start)
 
 
-def consume_rate(settings: dict[str, str], topic: str, messages: int, partitions: int) -> float:
-    """Messages per second reading ``messages`` back from the start of every partition."""
+def consume_rate(
+    settings: dict[str, str], topic: str, messages: int, partitions: int | Sequence[int]
+) -> float:
+    """Messages per second reading ``messages`` back from the start of the partitions: the
+    first ``partitions`` of the topic, or those named."""
+    named = range(partitions) if isinstance(partitions, int) else partitions
     consumer = Consumer({**settings, "group.id": f"{topic}-reader", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    consumer.assign([TopicPartition(topic, p, 0) for p in named])
     got, start = 0, time.perf_counter()
     while got < messages:
         for message in consumer.consume(1000, 1.0):

@@ -24,6 +24,7 @@ from benchmarks import (
     groups,
     json_api,
     kafka,
+    many_agents,
     partitions,
     produce,
     scale,
@@ -55,6 +56,7 @@ MODULES = [
     scale,
     partitions,
     wide,
+    many_agents,
 ]
 OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 
