@@ -264,7 +264,7 @@ def test_an_errored_fetch_partition_reads_as_empty_records_in_every_client(versi
     from aiokafka.protocol import fetch as aiokafka_fetch
     from kafka.protocol.consumer import FetchResponse
 
-    from tidelog.kafka.handlers import _fetch_error
+    from tidelog.kafka.fetch import fetch_error as _fetch_error
     from tidelog.log.head import OffsetOutOfRangeError
 
     error = OffsetOutOfRangeError(1000, log_start_offset=0, high_watermark=5)

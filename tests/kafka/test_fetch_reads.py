@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import threading
 import time
 
 import pytest
@@ -10,14 +12,18 @@ from tests.support.counting import CountingStore
 from tests.support.log import tiny_log
 
 from tidelog import runtime
+from tidelog.kafka import fetch as fetch_module
 from tidelog.kafka.apis import ApiKey
 from tidelog.kafka.codec import Request, build, encode_response_as
 from tidelog.kafka.handlers import Handlers
 from tidelog.kafka.node import Node
 from tidelog.kafka.registry import Solo
+from tidelog.log import keys
+from tidelog.log.head import read_heads
 from tidelog.log.read.fetch import LogReader
 from tidelog.log.topics import TopicCache
 from tidelog.records import RecordBatch, iter_batches
+from tidelog.storage import Put
 
 PARTITIONS = 6
 
@@ -33,16 +39,25 @@ def stack(tmp_path, monkeypatch):
     monkeypatch.setattr(runtime, "topic_cache", lambda: cache)
     reader = LogReader(counting, log.objects)
     monkeypatch.setattr(runtime, "log_reader", lambda: reader)
+    monkeypatch.setattr(runtime, "metadata_store", lambda: log.meta)  # the watcher's, uncounted
     return log, counting
 
 
-def fetch(partitions: dict[int, int], version: int = 12) -> dict:
+def fetch(
+    partitions: dict[int, int],
+    version: int = 12,
+    *,
+    handlers: Handlers | None = None,
+    max_wait: int = 0,
+    min_bytes: int = 0,
+    isolation_level: int = 0,
+) -> dict:
     body = {
         "replica_id": -1,
-        "max_wait": 0,
-        "min_bytes": 0,
+        "max_wait": max_wait,
+        "min_bytes": min_bytes,
         "max_bytes": 10**6,
-        "isolation_level": 0,
+        "isolation_level": isolation_level,
         "session_id": 0,
         "session_epoch": -1,
         "topics": [
@@ -65,7 +80,7 @@ def fetch(partitions: dict[int, int], version: int = 12) -> dict:
         "rack_id": "",
     }
     entity = build(load_request_schema(ApiKey.FETCH, version), body)
-    handlers = Handlers(Solo(Node(1, "h", 9092)))
+    handlers = handlers or Handlers(Solo(Node(1, "h", 9092)))
     answer = handlers.handle(Request(ApiKey.FETCH, version, 1, "app", entity))
     encode_response_as(ApiKey.FETCH, version, 1, answer)
     return answer
@@ -98,3 +113,93 @@ def test_a_partition_the_fetch_cannot_name_is_reported_and_the_rest_served(stack
     by_partition = {p["partition_index"]: p for p in topic["partitions"]}
     assert values(by_partition[0]) == [b"p0-0", b"p0-1", b"p0-2"]
     assert by_partition[99]["error_code"] == 3  # UNKNOWN_TOPIC_OR_PARTITION
+
+
+def partition_of(answer: dict, index: int) -> dict:
+    (topic,) = answer["responses"]
+    return next(p for p in topic["partitions"] if p["partition_index"] == index)
+
+
+def test_an_idle_long_poll_waits_on_the_watcher_without_a_read_of_its_own(stack, monkeypatch):
+    """The watcher last saw nothing at the fetch's offset: the fetch reads no head of its own,
+    and the record that lands while it waits is read from the watcher's head."""
+    log, counting = stack
+    p0, p5 = (log.topic.topic_id, 0), (log.topic.topic_id, 5)
+    other_waits, p0_seen, clean, second = (threading.Event() for _ in range(4))
+    produced: list[list[int]] = []
+
+    def reading(partitions):
+        if p5 in partitions:
+            other_waits.set()
+        if p0 in partitions:
+            if second.is_set() and not produced:  # after the second fetch came: it waits on 0
+                produced.append(log.produce(0, [(None, b"new")]))
+            p0_seen.set()
+        elif p0_seen.is_set():
+            clean.set()  # a read begun once the first fetches were over
+        return read_heads(log.meta, partitions)
+
+    monkeypatch.setattr(fetch_module, "_read_heads", reading)
+    handlers = Handlers(Solo(Node(1, "h", 9092)))
+    # Another consumer waiting all along keeps the watcher reading between the two fetches.
+    other = threading.Thread(
+        target=fetch,
+        args=({5: 3},),
+        kwargs={"handlers": handlers, "max_wait": 10_000, "min_bytes": 1},
+    )
+    other.start()
+    assert other_waits.wait(5)
+    while not p0_seen.is_set():  # until the watcher has read partition 0 once
+        fetch({0: 3}, handlers=handlers, max_wait=100, min_bytes=1)
+    assert clean.wait(5)
+    second.set()
+    before = counting.calls.copy()
+    answer = fetch({0: 3}, handlers=handlers, max_wait=10_000, min_bytes=1)
+    assert values(partition_of(answer, 0)) == [b"new"]
+    assert partition_of(answer, 0)["high_watermark"] == 4
+    assert (counting.calls["get"], counting.calls["get_many"]) == (
+        before["get"],
+        before["get_many"],
+    ), "no head read of its own"
+    log.produce(5, [(None, b"release")])
+    other.join(5)
+
+
+def test_a_long_poll_is_answered_from_heads_read_after_it_came(stack, monkeypatch):
+    """The watcher last saw nothing at offset 3; a record landed before the fetch came, and the
+    watcher's next read is late: the fetch reads for itself rather than answer from what the
+    watcher saw before it came."""
+    log, _ = stack
+    gate = threading.Event()
+    reads = itertools.count()
+
+    def first_fast_then_held(partitions):
+        if next(reads) > 0:
+            gate.wait(10)
+        return read_heads(log.meta, partitions)
+
+    monkeypatch.setattr(fetch_module, "_read_heads", first_fast_then_held)
+    handlers = Handlers(Solo(Node(1, "h", 9092)))
+    try:
+        fetch({0: 3}, handlers=handlers, max_wait=1000, min_bytes=1)  # the watcher reads 0 once
+        log.produce(0, [(None, b"late")])
+        answer = fetch({0: 3}, handlers=handlers, max_wait=300, min_bytes=1)
+        assert values(partition_of(answer, 0)) == [b"late"]
+        assert partition_of(answer, 0)["high_watermark"] == 4
+    finally:
+        gate.set()
+
+
+def test_a_read_committed_long_poll_behind_an_open_transaction_reads_once(stack):
+    """Its high watermark is already past its offset (the open transaction's records): it waits
+    past the high watermark, which the transaction's marker moves, not reading again and again."""
+    log, counting = stack
+    pk = keys.log_pk(log.topic.topic_id, 0)
+    head = log.meta.get(pk, keys.HEAD_SK)
+    assert head is not None
+    log.meta.write(Put({**head, "open_txns": {"7": 1}}))  # records 1 and 2: an open transaction's
+    answer = fetch({0: 1}, max_wait=300, min_bytes=1, isolation_level=1)
+    partition = partition_of(answer, 0)
+    assert (partition["high_watermark"], partition["last_stable_offset"]) == (3, 1)
+    assert values(partition) == []
+    assert counting.calls["get"] + counting.calls["get_many"] == 1

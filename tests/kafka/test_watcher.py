@@ -8,6 +8,7 @@ import threading
 import time
 
 from tidelog.kafka.watcher import HighWatermarkWatcher
+from tidelog.log.head import Head
 
 
 class Heads:
@@ -19,7 +20,7 @@ class Heads:
     def __call__(self, partitions):
         with self.lock:
             self.calls.append(sorted(partitions))
-        return {p: self.heads[p] for p in partitions}
+        return {p: Head(0, self.heads[p]) for p in partitions}
 
 
 def test_a_head_already_past_the_offset_returns_at_once():
@@ -91,3 +92,48 @@ def test_a_slow_read_is_followed_by_a_pause_as_long():
     gaps = [b - a for a, b in itertools.pairwise(began)]
     assert gaps
     assert all(gap >= 0.2 - 0.01 for gap in gaps)  # the read's 0.1 s, and a pause as long
+
+
+def test_settled_is_what_to_wait_past_when_the_last_read_showed_nothing_to_fetch():
+    heads = Heads()
+    heads.heads[("t", 2)] = 9
+    watcher = HighWatermarkWatcher(heads, interval_s=0.01)
+    assert watcher.settled({("t", 0): 5}, committed=False) is None  # never read
+    assert not watcher.wait({("t", 0): 5, ("t", 2): 9}, time.monotonic() + 0.05)
+    assert watcher.settled({("t", 0): 5, ("t", 2): 9}, committed=False) == {
+        ("t", 0): 5,
+        ("t", 2): 9,
+    }
+    assert watcher.settled({("t", 0): 4}, committed=False) is None  # a record to fetch
+    assert watcher.settled({("t", 0): 6}, committed=False) == {("t", 0): 6}
+    assert watcher.settled({("t", 0): 5, ("t", 1): 0}, committed=False) is None  # one unread
+
+
+def test_settled_read_committed_waits_past_the_high_watermark_behind_an_open_transaction():
+    open_at_3 = {("t", 0): Head(0, 5, {7: 3})}
+    watcher = HighWatermarkWatcher(lambda partitions: open_at_3, interval_s=0.01)
+    assert not watcher.wait({("t", 0): 5}, time.monotonic() + 0.05)
+    assert watcher.settled({("t", 0): 3}, committed=True) == {("t", 0): 5}  # its marker moves it
+    assert watcher.settled({("t", 0): 2}, committed=True) is None  # offset 2 is stable
+    assert watcher.settled({("t", 0): 3}, committed=False) is None  # read_uncommitted sees 3, 4
+
+
+def test_read_since_gives_only_heads_read_after_the_time_asked():
+    heads = Heads()
+    gate = threading.Event()
+    reads = itertools.count()
+
+    def first_fast_then_held(partitions):
+        if next(reads) > 0:
+            gate.wait(5)
+        return heads(partitions)
+
+    watcher = HighWatermarkWatcher(first_fast_then_held, interval_s=0.01)
+    before = time.monotonic()
+    threading.Thread(target=watcher.wait, args=({("t", 1): 0}, before + 2), daemon=True).start()
+    while watcher.settled({("t", 1): 0}, committed=False) is None:
+        time.sleep(0.005)
+    assert watcher.read_since([("t", 1)], before) == {("t", 1): Head(0, 0)}
+    assert watcher.read_since([("t", 1)], time.monotonic()) is None  # the next read is held
+    assert watcher.read_since([("t", 1), ("t", 0)], before) is None  # ("t", 0) was never read
+    gate.set()

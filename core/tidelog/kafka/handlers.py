@@ -7,9 +7,7 @@ blocking, and a Lambda function calls the same code the same way.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -20,22 +18,19 @@ from tidelog.kafka.apis import API_VERSIONS, LEGACY_PRODUCE, ApiKey
 from tidelog.kafka.authorizer import Access, Authorizer
 from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
 from tidelog.kafka.consumer_groups import ConsumerGroupHandlers
+from tidelog.kafka.fetch import READ_COMMITTED, FetchHandler
 from tidelog.kafka.groups import GroupHandlers
 from tidelog.kafka.metadata import MetadataHandlers
 from tidelog.kafka.offsets import OffsetHandlers
 from tidelog.kafka.registry import Brokers
 from tidelog.kafka.topicrefs import TopicRef, topic_ref
 from tidelog.kafka.transactions import TransactionHandlers
-from tidelog.kafka.watcher import HighWatermarkWatcher, Partition
-from tidelog.log.head import Head, OffsetOutOfRangeError, high_watermarks
-from tidelog.log.read.fetch import PartitionData
 from tidelog.log.read.serve import list_offset
 from tidelog.log.topics import Topic
 from tidelog.log.write.produce import log_append_time, parse_raw
 from tidelog.log.write.producers import InvalidProducerEpochError
 from tidelog.log.write.validate import ProducedBatch
 from tidelog.log.write.writer import AppendRequest
-from tidelog.threads import ContextPool
 from tidelog.transactions.coordinator import verify
 from tidelog.txn.guard import TxnGuard
 from tidelog.txn.state import ProducerFencedError, Txn
@@ -49,8 +44,6 @@ _SPECS = {
     MAX_TIMESTAMP: "max-timestamp",
     EARLIEST_LOCAL: "earliest",
 }
-READ_COMMITTED = 1  # Fetch's and ListOffsets' isolation_level
-PARTITION_READS = 16
 
 
 class Handlers:
@@ -60,10 +53,6 @@ class Handlers:
     def __init__(self, brokers: Brokers, authorizer: Authorizer | None = None) -> None:
         self.brokers = brokers
         self.authorizer = authorizer
-        self._watcher = HighWatermarkWatcher(_high_watermarks)
-        # A fetch's partitions are read at once: each read is a few round trips to DynamoDB
-        # and S3, and a consumer waits for the slowest partition of its fetch, not their sum.
-        self._partition_reads = ContextPool(PARTITION_READS, thread_name_prefix="fetch")
         self.metadata = MetadataHandlers(brokers)
         groups = GroupHandlers(brokers)
         consumer_groups = ConsumerGroupHandlers()
@@ -73,7 +62,7 @@ class Handlers:
             ApiKey.API_VERSIONS: self.api_versions,
             ApiKey.METADATA: self.metadata.metadata,
             ApiKey.PRODUCE: self.produce,
-            ApiKey.FETCH: self.fetch,
+            ApiKey.FETCH: FetchHandler().fetch,
             ApiKey.LIST_OFFSETS: self.list_offsets,
             ApiKey.INIT_PRODUCER_ID: transactions.init_producer_id,
             ApiKey.ADD_PARTITIONS_TO_TXN: transactions.add_partitions_to_txn,
@@ -209,125 +198,6 @@ class Handlers:
             "throttle_time": 0,
         }
 
-    # Fetch -------------------------------------------------------------------------------
-
-    def fetch(self, request: Request) -> Answer:
-        body = request.body
-        deadline = time.monotonic() + body.max_wait.total_seconds()
-        min_bytes = int(body.min_bytes)
-        budget = int(field(body, "max_bytes", 2**31 - 1))
-        committed = int(field(body, "isolation_level", 0)) == READ_COMMITTED
-        refs: list[TopicRef] = []
-        wanted: list[tuple[str, int, int, int]] = []
-        for t in items(body.topics):
-            ref = topic_ref(t, "topic")
-            for p in items(t.partitions):
-                refs.append(ref)
-                wanted.append(
-                    (ref.name, int(p.partition), int(p.fetch_offset), int(p.partition_max_bytes))
-                )
-        read = iter(
-            self._fetch_partitions(
-                [w for w, ref in zip(wanted, refs, strict=True) if ref.error is None], committed
-            )
-        )
-        results = [ref.error if ref.error is not None else next(read) for ref in refs]
-        while sum(_size(r) for r in results) < min_bytes:
-            # Not enough yet: wait for a commit to any partition that had nothing, then read
-            # those again; what was already read is kept.
-            empty = [
-                i for i, r in enumerate(results) if isinstance(r, PartitionData) and not r.batches
-            ]
-            waiting = {
-                (runtime.topic_cache().get(wanted[i][0]).topic_id, wanted[i][1]): wanted[i][2]
-                for i in empty
-            }
-            if not waiting or not self._watcher.wait(waiting, deadline):
-                break
-            again = self._fetch_partitions([wanted[i] for i in empty], committed)
-            for i, result in zip(empty, again, strict=True):
-                results[i] = result
-        answers: dict[TopicRef, list[Answer]] = {}
-        first = True
-        for ref, (_, partition, _, _), result in zip(refs, wanted, results, strict=True):
-            if isinstance(result, TidelogError):
-                answers.setdefault(ref, []).append(_fetch_error(partition, result))
-                continue
-            records = bytearray()
-            for batch in result.batches:
-                if not first and len(records) + len(batch.data) > budget:
-                    break
-                records += batch.data
-                first = False
-            budget -= len(records)
-            answers.setdefault(ref, []).append(
-                {
-                    "partition_index": partition,
-                    "error_code": NONE,
-                    "high_watermark": result.high_watermark,
-                    "last_stable_offset": result.last_stable_offset,
-                    "log_start_offset": result.log_start_offset,
-                    "aborted_transactions": [
-                        {"producer_id": t.producer_id, "first_offset": t.first_offset}
-                        for t in result.aborted
-                    ],
-                    "preferred_read_replica": -1,
-                    "records": bytes(records),
-                }
-            )
-        return {
-            "throttle_time": 0,
-            "error_code": NONE,
-            "session_id": 0,
-            "responses": [
-                {"topic": ref.name, "topic_id": ref.topic_id, "partitions": partitions}
-                for ref, partitions in answers.items()
-            ],
-        }
-
-    def _fetch_partitions(
-        self, wanted: Sequence[tuple[str, int, int, int]], committed: bool
-    ) -> list[PartitionData | TidelogError]:
-        if len(wanted) == 1:
-            return [self._fetch_partition(*wanted[0], committed=committed)]
-        heads = _heads(wanted)
-        return list(
-            self._partition_reads.map(
-                lambda w: self._fetch_partition(
-                    w[0], w[1], w[2], w[3], heads.get((w[0], w[1])), committed=committed
-                ),
-                wanted,
-            )
-        )
-
-    @staticmethod
-    def _fetch_partition(
-        name: str,
-        partition: int,
-        offset: int,
-        max_bytes: int,
-        head: Head | None = None,
-        *,
-        committed: bool,
-    ) -> PartitionData | TidelogError:
-        try:
-            topic = runtime.topic_cache().get(name, partition)
-            topic.check_partition(partition)
-            reader = runtime.log_reader()
-            data = reader.fetch(
-                topic.topic_id, partition, offset, max(max_bytes, 1), head, committed=committed
-            )
-            # A compacted gap with no batch in reach: read on from where it ends, so a
-            # consumer never asks for the same offset forever.
-            while not data.batches and offset < data.next_offset < data.until:
-                offset = data.next_offset
-                data = reader.fetch(
-                    topic.topic_id, partition, offset, max(max_bytes, 1), head, committed=committed
-                )
-            return data
-        except TidelogError as exc:
-            return exc
-
     # ListOffsets -------------------------------------------------------------------------
 
     def list_offsets(self, request: Request) -> Answer:
@@ -383,29 +253,6 @@ class _Guards:
             raise InvalidProducerEpochError(exc.message) from exc
 
 
-def _heads(wanted: Sequence[tuple[str, int, int, int]]) -> dict[tuple[str, int], Head]:
-    """The head of every partition a fetch names, in one read (BatchGetItem)
-    rather than one a partition. Partitions it cannot name are left to their own reads, which
-    report them."""
-    ids: dict[tuple[str, int], Partition] = {}
-    for name, partition, _, _ in wanted:
-        with contextlib.suppress(TidelogError):
-            ids[(name, partition)] = (
-                runtime.topic_cache().get(name, partition).topic_id,
-                partition,
-            )
-    try:
-        found = runtime.log_reader().full_heads(list(set(ids.values())))
-    except TidelogError:
-        return {}
-    return {key: found[at] for key, at in ids.items() if at in found}
-
-
-def _high_watermarks(partitions: Sequence[Partition]) -> dict[Partition, int]:
-    heads = high_watermarks(runtime.metadata_store(), partitions)
-    return {p: high for p, (_, high) in heads.items()}
-
-
 def api_versions_answer(error_code: int) -> Answer:
     return {
         "error_code": error_code,
@@ -443,28 +290,6 @@ def _produce_error(index: int, error_code: int, message: str | None) -> Answer:
         "record_errors": [],
         "error_message": message,
     }
-
-
-def _fetch_error(partition: int, error: TidelogError) -> Answer:
-    """A partition's error, as Kafka's log read answers it: empty records, never null
-    (librdkafka 2.0 refuses a whole Fetch response whose records are null)."""
-    high_watermark = log_start = -1
-    if isinstance(error, OffsetOutOfRangeError):
-        high_watermark, log_start = error.high_watermark, error.log_start_offset
-    return {
-        "partition_index": partition,
-        "error_code": error.kafka_error.code,
-        "high_watermark": high_watermark,
-        "last_stable_offset": -1,
-        "log_start_offset": log_start,
-        "aborted_transactions": [],
-        "preferred_read_replica": -1,
-        "records": b"",
-    }
-
-
-def _size(result: PartitionData | TidelogError) -> int:
-    return result.size if isinstance(result, PartitionData) else 0
 
 
 def _unsupported_timestamp(at: int, version: int) -> TidelogError:
