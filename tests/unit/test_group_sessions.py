@@ -299,3 +299,96 @@ def test_a_members_offset_commit_renews_its_session(stack):
     group = coord.load("g")
     assert set(group.members) == {members[0], members[1]}
     assert group.members[members[0]].heartbeat_ms == clock.now
+
+
+def rejoining(coord, members, request):
+    return [coord.rejoin("g", member, request) for member in members]
+
+
+def test_a_wave_of_rejoins_reads_each_members_own_items(stack):
+    coord, rebalancer, meta, clock, members = stack
+    request = JoinRequest(
+        topics=("t",), session_timeout_ms=SESSION_MS, rebalance_timeout_ms=SESSION_MS
+    )
+    newcomer = coord.join("g", request).member_id  # generation 2 gathers its members
+    clock.now += 1
+    meta.calls.clear()
+    joined = rejoining(coord, members, request)
+    assert meta.calls == {"get_many": MEMBERS}  # a BatchGetItem each, and no query
+    assert {(j.generation, j.state) for j in joined} == {(2, State.PREPARING_REBALANCE)}
+    group = coord.load("g")
+    assert all(
+        m.joined_generation == 2 and m.heartbeat_ms == clock.now
+        for m in group.members.values()
+        if m.member_id != newcomer
+    )
+    assert [s for s in rebalancer.started if s[1] == 2] == [("g", 2, 0)]  # one rebalance
+    rebalancer.run()
+    given = [tp for m in [*members, newcomer] for tp in coord.heartbeat("g", m, 2).assignment]
+    assert sorted(given) == [TopicPartition("t", p) for p in range(MEMBERS)]
+
+
+def test_a_rejoin_with_a_new_subscription_is_the_full_one(stack):
+    coord, _, meta, clock, members = stack
+    coord.join("g", JoinRequest(topics=("t",), session_timeout_ms=SESSION_MS))
+    clock.now += 1
+    meta.calls.clear()
+    wider = JoinRequest(topics=("t", "u"), session_timeout_ms=SESSION_MS)
+    assert coord.rejoin("g", members[0], wider).generation == 2
+    assert "query" in meta.calls
+    assert coord.load("g").members[members[0]].topics == ("t", "u")
+
+
+def test_a_rejoin_is_the_full_one_when_it_cannot_decide_from_the_items(stack):
+    coord, _, meta, clock, members = stack
+    request = JoinRequest(
+        topics=("t",), session_timeout_ms=SESSION_MS, rebalance_timeout_ms=SESSION_MS
+    )
+
+    def quick(member, now):
+        return sessions.rejoin(
+            meta,
+            "g",
+            member,
+            None,
+            described=lambda known, at: replace(known, joined_generation=at, heartbeat_ms=now),
+            now_ms=now,
+        )
+
+    assert quick(members[0], clock.now + 1) is None  # Stable: nothing to join
+    coord.join("g", request)
+    assert quick("nobody", clock.now + 1) is None
+    assert (
+        sessions.rejoin(
+            meta, "g", members[0], "host-a", described=lambda known, at: known, now_ms=clock.now
+        )
+        is None
+    )  # another instance id
+    assert quick(members[0], clock.now + SESSION_MS + SWEEP_MS) is None  # its session ran out
+    late = clock.now + 10 * 60_000
+    meta.write(items.renewal("g", coord.load("g").members[members[2]], late))  # a live session
+    assert quick(members[2], late) is None  # but the rebalance stalled
+    head = meta.get(items.group_pk("g"), items.META_SK)
+    assert head is not None
+
+    def racing(known, at):  # the group changes between the read and the write
+        meta.write(Put({**head, "version": int(head["version"]) + 1}))
+        return replace(known, joined_generation=at)
+
+    assert (
+        sessions.rejoin(meta, "g", members[0], None, described=racing, now_ms=clock.now + 1) is None
+    )
+    assert coord.load("g").members[members[0]].joined_generation == 1
+    assert quick(members[1], clock.now + 1) is not None
+
+
+def test_a_fenced_or_misnamed_static_member_rejoining_is_refused(stack):
+    coord, _, _, _, _ = stack
+    static = JoinRequest(topics=("t",), session_timeout_ms=SESSION_MS, group_instance_id="host-a")
+    old = coord.join("g", static).member_id
+    new = coord.join("g", static).member_id  # the same instance again: the old id is fenced
+    with pytest.raises(FencedInstanceError):
+        coord.rejoin("g", old, static)
+    with pytest.raises(FencedInstanceError):
+        coord.rejoin("g", new, replace(static, group_instance_id="host-b"))
+    assert coord.rejoin("g", new, static).generation == coord.load("g").generation

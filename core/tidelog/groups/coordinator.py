@@ -42,9 +42,9 @@ from tidelog.groups.model import (
     known_member,
     laggards,
     membership_changed,
-    new_member,
     rebalance_deadline_ms,
     rebalanced,
+    requested_member,
     select_protocol,
     stalled,
     subscriptions,
@@ -62,7 +62,6 @@ from tidelog.storage import ConditionFailedError, MetadataStore, Put, Write
 logger = logging.getLogger(__name__)
 
 _ATTEMPTS = 30
-REBALANCE_STALL_MS = 60_000
 BARRIER_POLL_S = 1  # how long the state machine waits before asking the barrier again
 _T = TypeVar("_T")
 _PATH_SAFE = re.compile(r"[A-Za-z0-9._~-]{1,100}")
@@ -140,10 +139,11 @@ class Coordinator:
             raise UnknownMemberError(f"member id {member_id!r} was not handed out, or ran out")
         pending = {k: v for k, v in group.pending.items() if k != member_id}
         group = replace(group, pending=pending)
-        member = self._member(
+        member = requested_member(
             member_id or self._member_id(request),
             request,
             now,
+            self._limits,
             joined_generation=joining_generation(group),
         )
         members = {
@@ -184,7 +184,7 @@ class Coordinator:
         stored.release_consumer(self._meta, name)
         now = self._clock_ms()
         member_id = self._member_id(request)
-        self._member(member_id, request, now)  # checked now, not when the member comes back
+        requested_member(member_id, request, now, self._limits)  # checked now, not on its return
         expires = now + request.session_timeout_ms
 
         def change(group: Group) -> tuple[Group, list[Write], str]:
@@ -192,34 +192,6 @@ class Coordinator:
 
         # An id of its own, whoever else is reserving: the meta item is all it needs to read.
         return self._mutate(name, change, arrived_ms=now, whole=False)
-
-    def _member(
-        self,
-        member_id: str,
-        request: JoinRequest,
-        now_ms: int,
-        *,
-        joined_generation: int = 0,
-        known: Member | None = None,
-    ) -> Member:
-        """The member ``request`` describes (checked: InvalidRequestError and kin); a
-        ``known`` member keeps its instance id, and its client's where the request has none."""
-        return new_member(
-            member_id,
-            topics=request.topics,
-            topic_pattern=request.topic_pattern,
-            assignors=request.assignors,
-            session_timeout_ms=request.session_timeout_ms,
-            rebalance_timeout_ms=request.rebalance_timeout_ms,
-            group_instance_id=request.group_instance_id
-            if known is None
-            else known.group_instance_id,
-            now_ms=now_ms,
-            limits=self._limits,
-            joined_generation=joined_generation,
-            client_id=request.client_id or (known.client_id if known else ""),
-            client_host=request.client_host or (known.client_host if known else ""),
-        )
 
     def _member_id(self, request: JoinRequest) -> str:
         """As Kafka names members: after the instance, else the client (when its id is one
@@ -236,6 +208,17 @@ class Coordinator:
         validate_group_id(name)
         now = self._clock_ms()
 
+        def described(known: Member, generation: int) -> Member:
+            return requested_member(
+                member_id, request, now, self._limits, joined_generation=generation, known=known
+            )
+
+        quick = sessions.rejoin(
+            self._meta, name, member_id, request.group_instance_id, described=described, now_ms=now
+        )
+        if quick is not None:
+            return quick
+
         def change(group: Group) -> tuple[Group, list[Write], Joined]:
             if member_id in group.pending:
                 return self._joining(name, group, request, member_id, now)
@@ -245,10 +228,8 @@ class Coordinator:
                     f"member {member_id} joined with group_instance_id "
                     f"{member.group_instance_id!r}, not {request.group_instance_id!r}"
                 )
-            wanted = self._member(
-                member_id, request, now, joined_generation=group.generation, known=member
-            )
-            stuck = stalled(group, now, REBALANCE_STALL_MS)
+            wanted = described(member, group.generation)
+            stuck = stalled(group, now)
             if not wanted.same_subscription(member) or stuck:
                 # The member joins as a new member does; a stalled generation starts over.
                 at = group.generation + 1 if stuck else joining_generation(group)
@@ -266,7 +247,7 @@ class Coordinator:
     def renew(self, name: str, group: Group, member: Member) -> None:
         """A waiting member's session renewed by one write of its item, if still as read in
         ``group`` (else at its next read); a stalled rebalance is started over by a heartbeat."""
-        if stalled(group, self._clock_ms(), REBALANCE_STALL_MS):
+        if stalled(group, self._clock_ms()):
             with contextlib.suppress(RebalanceInProgressError):  # what a waiting member expects
                 self.heartbeat(name, member.member_id, member.joined_generation)
             return
@@ -334,7 +315,7 @@ class Coordinator:
                     # A subscribed topic appeared, grew or went away: the group rebalances.
                     changed = rebalanced(group, members, group.protocol, now)
                     return changed, [], changed
-            if stalled(group, now, REBALANCE_STALL_MS):
+            if stalled(group, now):
                 logger.warning(
                     "group %s: generation %d never got its assignment", name, group.generation
                 )

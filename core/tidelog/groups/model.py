@@ -235,6 +235,33 @@ class Limits:
     max_session_timeout_ms: int = 1_800_000
 
 
+def requested_member(
+    member_id: str,
+    request: JoinRequest,
+    now_ms: int,
+    limits: Limits,
+    *,
+    joined_generation: int = 0,
+    known: Member | None = None,
+) -> Member:
+    """The member ``request`` describes (checked: InvalidRequestError and kin); a ``known``
+    member keeps its instance id, and its client's where the request has none."""
+    return new_member(
+        member_id,
+        topics=request.topics,
+        topic_pattern=request.topic_pattern,
+        assignors=request.assignors,
+        session_timeout_ms=request.session_timeout_ms,
+        rebalance_timeout_ms=request.rebalance_timeout_ms,
+        group_instance_id=request.group_instance_id if known is None else known.group_instance_id,
+        now_ms=now_ms,
+        limits=limits,
+        joined_generation=joined_generation,
+        client_id=request.client_id or (known.client_id if known else ""),
+        client_host=request.client_host or (known.client_host if known else ""),
+    )
+
+
 def new_member(
     member_id: str,
     *,
@@ -444,7 +471,11 @@ def rebalance_deadline_ms(group: Group) -> int:
     )
 
 
-def stalled(group: Group, now_ms: int, stall_ms: int) -> bool:
+REBALANCE_STALL_MS = 60_000
+"""How long past the join barrier's deadline a rebalance may go without its assignment."""
+
+
+def stalled(group: Group, now_ms: int, stall_ms: int = REBALANCE_STALL_MS) -> bool:
     """A rebalance whose assignment never came (its state machine could not be started, or
     failed for good): ``stall_ms`` past the join barrier's deadline, the next heartbeat starts
     the generation over."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 
 from tidelog.groups import items
 from tidelog.groups.consumer import items as consumer_items
@@ -26,11 +27,14 @@ from tidelog.groups.model import (
     REBALANCING,
     Group,
     Heartbeat,
+    Joined,
+    Member,
     RebalanceInProgressError,
     State,
     is_cooperative,
     known_member,
     session_over,
+    stalled,
 )
 from tidelog.storage import ConditionFailedError, MetadataStore
 
@@ -138,3 +142,40 @@ def answer(group: Group, member_id: str) -> Heartbeat:
         keep=keep,
         kept_from=-1 if last is None else last.generation,
     )
+
+
+def rejoin(
+    meta: MetadataStore,
+    name: str,
+    member_id: str,
+    instance_id: str | None,
+    *,
+    described: Callable[[Member, int], Member],
+    now_ms: int,
+) -> Joined | None:
+    """Kafka's JoinGroup from a member in good standing while its group rebalances, with the
+    subscription it had: its item marked joined, in one BatchGetItem and one write conditional
+    on the meta item and its own. (A rebalance is a wave of these: each that read the group
+    whole read it once per member.) ``described(member, generation)`` is the member as the
+    request describes it, joined to the generation. ``None``: the full rejoin decides (a new
+    subscription, a reserved id, an ended session, a stalled rebalance, a write that lost a
+    race, a group that is not rebalancing or not classic)."""
+    group = member_view(meta, name, member_id, with_assignment=False)
+    if group is None or group.state not in REBALANCING or member_id in group.fenced:
+        return None
+    member = group.members.get(member_id)
+    if member is None or member.group_instance_id != instance_id:
+        return None
+    # Stalled as far as this member's rebalance timeout goes: the full rejoin, which reads
+    # everyone's, decides past it.
+    if session_over(group, member, now_ms) or stalled(group, now_ms):
+        return None
+    joined = described(member, group.generation)
+    if not joined.same_subscription(member):
+        return None
+    writes = items.member_writes(name, {member_id: member}, {member_id: joined}, items.member_item)
+    try:
+        meta.transact([items.meta_check(name, group), *writes])
+    except ConditionFailedError:
+        return None
+    return Joined(member_id, group.generation, group.state)
