@@ -1,4 +1,5 @@
-"""A member's heartbeat that reads its own items and the group's meta item, not the group.
+"""A member's heartbeat, and its rejoin during a rebalance, that read its own items and the
+group's meta item, not the group.
 
 Kafka's coordinator holds its groups in memory, so a heartbeat costs it nothing. Here a group is
 its items in DynamoDB, and a heartbeat that read them all cost O(members): a group of 100, each
