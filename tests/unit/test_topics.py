@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from tidelog.errors import ConflictError
@@ -170,3 +172,31 @@ def test_deleting_by_id_deletes_that_topic_and_no_other_of_its_name(topics):
     assert topics.name_of(second.topic_id) is None
     with pytest.raises(UnknownTopicError):
         topics.get("t")
+
+
+def test_an_expired_entry_is_read_again_once_however_many_ask(topics):
+    topics.create("t", 2, {})
+    now = [0.0]
+    reads, reading, release = [], threading.Event(), threading.Event()
+    real_get = topics.get
+
+    def slow_get(name):
+        reads.append(name)
+        reading.set()
+        assert release.wait(5)
+        return real_get(name)
+
+    cache = TopicCache(topics, ttl_s=1.0, clock_s=lambda: now[0])
+    assert cache.get("t").partitions == 2
+    topics.add_partitions("t", 3)
+    topics.get = slow_get  # type: ignore[method-assign]
+    now[0] = 1.5
+    first = threading.Thread(target=cache.get, args=("t",))
+    first.start()
+    assert reading.wait(5)
+    assert [cache.get("t").partitions for _ in range(50)] == [2] * 50  # the old entry meanwhile
+    release.set()
+    first.join(5)
+    assert reads == ["t"]  # one read again, not 51
+    assert cache.get("t").partitions == 3
+    assert cache.get("t", 2).partitions == 3

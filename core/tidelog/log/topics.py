@@ -271,7 +271,8 @@ class TopicCache:
 
     Safe because nothing relies on it for correctness: every commit checks the topic still
     exists with the same id, and a partition beyond the cached count refreshes the entry before
-    it is refused. A config change reaches produce within ``ttl_s``.
+    it is refused. A config change reaches produce within ``ttl_s`` (and the one read it takes:
+    while a caller reads an expired entry again, the others are served the old one).
     """
 
     def __init__(self, topics: Topics, *, ttl_s: float, clock_s: Callable[[], float]) -> None:
@@ -281,17 +282,28 @@ class TopicCache:
         self._entries: dict[str, tuple[float, Topic]] = {}
         self._names: dict[str, str] = {}  # topic id -> name: an id never changes its topic
         self._listed_s: float | None = None
+        self._reading: set[str] = set()  # names being read again now
         self._lock = threading.Lock()
 
     def get(self, name: str, partition: int | None = None) -> Topic:
         now = self._clock_s()
         with self._lock:
             entry = self._entries.get(name)
-        if entry is not None:
-            fetched, topic = entry
-            if now - fetched < self._ttl_s and (partition is None or partition < topic.partitions):
-                return topic
-        topic = self._topics.get(name)
+            covers = entry is not None and (partition is None or partition < entry[1].partitions)
+            # Fresh, or being read again by another caller: a topic many requests name at once
+            # (every fetch of a busy agent) is read once a TTL, not once a caller.
+            if (
+                entry is not None
+                and covers
+                and (now - entry[0] < self._ttl_s or name in self._reading)
+            ):
+                return entry[1]
+            self._reading.add(name)
+        try:
+            topic = self._topics.get(name)
+        finally:
+            with self._lock:
+                self._reading.discard(name)
         with self._lock:
             self._entries[name] = (now, topic)
         return topic
