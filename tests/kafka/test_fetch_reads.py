@@ -203,3 +203,38 @@ def test_a_read_committed_long_poll_behind_an_open_transaction_reads_once(stack)
     assert (partition["high_watermark"], partition["last_stable_offset"]) == (3, 1)
     assert values(partition) == []
     assert counting.calls["get"] + counting.calls["get_many"] == 1
+
+
+def list_offsets(at: dict[int, int], version: int = 7) -> dict:
+    body = {
+        "replica_id": -1,
+        "isolation_level": 0,
+        "topics": [
+            {
+                "name": "tiny",
+                "partitions": [
+                    {"partition_index": p, "current_leader_epoch": -1, "timestamp": timestamp}
+                    for p, timestamp in at.items()
+                ],
+            }
+        ],
+    }
+    entity = build(load_request_schema(ApiKey.LIST_OFFSETS, version), body)
+    handlers = Handlers(Solo(Node(1, "h", 9092)))
+    answer = handlers.handle(Request(ApiKey.LIST_OFFSETS, version, 1, "app", entity))
+    encode_response_as(ApiKey.LIST_OFFSETS, version, 1, answer)
+    return answer
+
+
+def test_list_offsets_reads_the_heads_of_all_its_partitions_at_once(stack):
+    """A wave of consumers starting from the earliest or latest offsets asks for each of its
+    partitions in one request: one BatchGetItem, not a read a partition."""
+    _, counting = stack
+    earliest, latest = -2, -1
+    answer = list_offsets({p: earliest if p % 2 else latest for p in range(PARTITIONS)})
+    (topic,) = answer["topics"]
+    assert {p["partition_index"]: p["offset"] for p in topic["partitions"]} == {
+        p: 0 if p % 2 else 3 for p in range(PARTITIONS)
+    }
+    assert counting.calls["get_many"] == 1
+    assert counting.calls["get"] == 0

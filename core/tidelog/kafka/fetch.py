@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from tidelog import runtime
 from tidelog.errors import TidelogError
@@ -118,7 +118,7 @@ class FetchHandler:
         """Heads for a long poll without a read of its own, when the watcher last saw nothing to
         fetch at any of its offsets: those of the watcher's reads begun since the fetch came,
         waited for until one shows something new or the deadline. None: read them."""
-        ids = _ids(wanted)
+        ids = _ids((name, partition) for name, partition, _, _ in wanted)
         if not wanted or len(ids) < len(wanted) or deadline <= came:
             return None
         offsets = {ids[(name, partition)]: offset for name, partition, offset, _ in wanted}
@@ -139,7 +139,7 @@ class FetchHandler:
         if len(wanted) == 1 and heads is None:
             return [self._read_partition(wanted[0], None, committed)]
         if heads is None:
-            heads = _heads(wanted)
+            heads = heads_of((name, partition) for name, partition, _, _ in wanted)
         given = heads
         return list(
             self._partition_reads.map(
@@ -187,11 +187,11 @@ def fetch_error(partition: int, error: TidelogError) -> Answer:
     }
 
 
-def _ids(wanted: Sequence[Wanted]) -> dict[tuple[str, int], Partition]:
+def _ids(named: Iterable[tuple[str, int]]) -> dict[tuple[str, int], Partition]:
     """(topic id, partition) of each partition the topic cache can name; the others are left to
     their own reads, which report them."""
     ids: dict[tuple[str, int], Partition] = {}
-    for name, partition, _, _ in wanted:
+    for name, partition in named:
         with contextlib.suppress(TidelogError):
             ids[(name, partition)] = (
                 runtime.topic_cache().get(name, partition).topic_id,
@@ -204,10 +204,11 @@ def _id(wanted: Wanted) -> Partition:
     return runtime.topic_cache().get(wanted[0]).topic_id, wanted[1]
 
 
-def _heads(wanted: Sequence[Wanted]) -> dict[tuple[str, int], Head]:
-    """The head of every partition a fetch names, in one read (BatchGetItem) rather than one a
-    partition."""
-    ids = _ids(wanted)
+def heads_of(named: Iterable[tuple[str, int]]) -> dict[tuple[str, int], Head]:
+    """The heads of the partitions a request names (topic, partition), in one read
+    (BatchGetItem) rather than one a partition. Those it cannot name are left out, for their
+    own reads to report."""
+    ids = _ids(named)
     try:
         found = runtime.log_reader().full_heads(list(set(ids.values())))
     except TidelogError:

@@ -18,7 +18,7 @@ from tidelog.kafka.apis import API_VERSIONS, LEGACY_PRODUCE, ApiKey
 from tidelog.kafka.authorizer import Access, Authorizer
 from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
 from tidelog.kafka.consumer_groups import ConsumerGroupHandlers
-from tidelog.kafka.fetch import READ_COMMITTED, FetchHandler
+from tidelog.kafka.fetch import READ_COMMITTED, FetchHandler, heads_of
 from tidelog.kafka.groups import GroupHandlers
 from tidelog.kafka.metadata import MetadataHandlers
 from tidelog.kafka.offsets import OffsetHandlers
@@ -203,6 +203,14 @@ class Handlers:
     def list_offsets(self, request: Request) -> Answer:
         reader = runtime.log_reader()
         committed = int(field(request.body, "isolation_level", 0)) == READ_COMMITTED
+        # The heads the earliest and latest offsets come from, in one read: a wave of
+        # consumers starting from either asks for several partitions each, at once.
+        heads = heads_of(
+            (str(t.name), int(p.partition_index))
+            for t in items(request.body.topics)
+            for p in items(t.partitions)
+            if int(p.timestamp) in _SPECS and _SPECS[int(p.timestamp)] != "max-timestamp"
+        )
         topics = []
         for topic_request in items(request.body.topics):
             name = str(topic_request.name)
@@ -220,7 +228,12 @@ class Handlers:
                         partitions.append(answer)
                         continue
                     offset, timestamp = list_offset(
-                        reader, topic, index, _SPECS.get(at, str(at)), committed=committed
+                        reader,
+                        topic,
+                        index,
+                        _SPECS.get(at, str(at)),
+                        committed=committed,
+                        head=heads.get((name, index)),
                     )
                     answer.update(offset=offset, timestamp=timestamp)
                 except TidelogError as exc:

@@ -24,6 +24,7 @@ import pybase64
 from pydantic_core import to_json
 
 from tidelog.errors import InvalidRequestError, TidelogError
+from tidelog.log.head import Head
 from tidelog.log.read.fetch import FetchedBatch, LogReader, PartitionData, wait_until
 from tidelog.log.topics import Topic, TopicCache
 from tidelog.records import RecordTooLargeError
@@ -201,17 +202,24 @@ def _shape(
 
 
 def list_offset(
-    reader: LogReader, topic: Topic, partition: int, at: str, *, committed: bool = False
+    reader: LogReader,
+    topic: Topic,
+    partition: int,
+    at: str,
+    *,
+    committed: bool = False,
+    head: Head | None = None,
 ) -> tuple[int, int]:
     """ListOffsets: ``earliest`` (the log start), ``latest`` (the high watermark: "start from
     right now"; read_committed's is the last stable offset), ``max-timestamp`` (the record with
     the largest timestamp), or a timestamp in ms (the first offset whose record is at least that
     recent). Timestamps answer -1 for earliest and
-    latest, and (-1, -1) when no record is that recent, as Kafka's ListOffsets does."""
+    latest, and (-1, -1) when no record is that recent, as Kafka's ListOffsets does. ``head``:
+    the partition's, when the caller read it with others'."""
     if at == "max-timestamp":
         found = reader.offset_for_max_timestamp(topic.topic_id, partition)
         return found if found is not None else (-1, -1)
-    head = reader.full_head(topic.topic_id, partition)
+    head = head if head is not None else reader.full_head(topic.topic_id, partition)
     if at == "earliest":
         return head.log_start_offset, -1
     if at == "latest":
