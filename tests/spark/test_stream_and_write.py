@@ -3,6 +3,7 @@ writes across task retries, and compaction on Spark against the in-process compa
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
 
@@ -149,6 +150,26 @@ def test_a_write_lands_where_the_key_says(spark, connection, new_topic, stores):
     assert placed["one"] == partition_for_key(b"k1", 3)
     assert placed["two"] == partition_for_key(b"k2", 3)
     assert placed["three"] == 2
+
+
+def test_a_write_keeps_headers_timestamps_and_bytes(spark, connection, new_topic, stores):
+    # Spark hands the writer Arrow batches: structs, timestamps and binary come through them.
+    topic = new_topic(partitions=1)
+    when = datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+    df = spark.createDataFrame(
+        [(b"\x00k", b"\xffv", [("h1", b"x"), ("h2", None)], when), (None, None, [], None)],
+        "key binary, value binary, headers array<struct<key: string, value: binary>>, "
+        "timestamp timestamp",
+    )
+    writer = df.write.format("tidelog").mode("append").option("topic", topic)
+    for name, value in connection.items():
+        writer = writer.option(name, value)
+    writer.save()
+    first, second = records(stores, topic, 0)
+    assert (first.key, first.value) == (b"\x00k", b"\xffv")
+    assert first.timestamp == when.timestamp() * 1000
+    assert first.headers == (("h1", b"x"), ("h2", None))
+    assert (second.key, second.value, second.headers) == (None, None, ())
 
 
 def test_compaction_on_spark_equals_the_in_process_compactor(

@@ -18,7 +18,9 @@ from typing import Any
 from pyspark import TaskContext
 from pyspark.sql.datasource import (
     DataSource,
+    DataSourceArrowWriter,
     DataSourceReader,
+    DataSourceStreamArrowWriter,
     DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
@@ -253,14 +255,14 @@ class _Writing:
         self.topic = opts.option(options, "topic")
         self.batch_bytes = opts.positive(options, "batchBytes") or BATCH_BYTES
 
-    def write_task(self, write_id: str, rows_in: Iterator[Any]) -> Committed:
+    def write_task(self, write_id: str, rows_in: Iterator[dict[str, Any]]) -> Committed:
         context = TaskContext.get()
         task_partition = context.partitionId() if context is not None else 0
         meta, objects = stores(self.connection)
         written = write_rows(
             meta,
             objects,
-            rows_from((row.asDict() for row in rows_in), self.topic),
+            rows_from(rows_in, self.topic),
             pid=producer_id(write_id, task_partition),
             task_partition=task_partition,
             batch_bytes=self.batch_bytes,
@@ -268,14 +270,21 @@ class _Writing:
         return Committed(written.records, written.skipped)
 
 
-class BatchWriter(_Writing, DataSourceWriter):
+def _rows(batches: Iterator[Any]) -> Iterator[dict[str, Any]]:
+    """Spark hands a writing task its rows as Arrow batches (the Arrow writers): converted a
+    batch at a time, not as Spark's Row objects one by one."""
+    for batch in batches:
+        yield from batch.to_pylist()
+
+
+class BatchWriter(_Writing, DataSourceArrowWriter):
     def __init__(self, options: dict[str, str]) -> None:
         super().__init__(options)
         # Made on the driver, shipped with every task: all attempts of a task share it.
         self.write_id = opts.option(options, "writeId") or str(uuid.uuid4())
 
     def write(self, iterator: Iterator[Any]) -> Committed:
-        return self.write_task(self.write_id, iterator)
+        return self.write_task(self.write_id, _rows(iterator))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         done = [m for m in messages if isinstance(m, Committed)]
@@ -286,7 +295,7 @@ class BatchWriter(_Writing, DataSourceWriter):
         )
 
 
-class StreamWriter(_Writing, DataSourceStreamWriter):
+class StreamWriter(_Writing, DataSourceStreamArrowWriter):
     """A micro-batch replayed after a restart writes as the same producers: their ids derive
     from the query's checkpoint location (or ``writeId``), the batch id and the task."""
 
@@ -302,7 +311,7 @@ class StreamWriter(_Writing, DataSourceStreamWriter):
     def write(self, iterator: Iterator[Any]) -> Committed:
         context = TaskContext.get()
         batch = context.getLocalProperty("streaming.sql.batchId") if context else None
-        return self.write_task(f"{self.write_id}/{batch}", iterator)
+        return self.write_task(f"{self.write_id}/{batch}", _rows(iterator))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         done = [m for m in messages if isinstance(m, Committed)]

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from tidelog.log import keys
 from tidelog.log.topics import Topic, Topics
@@ -40,8 +41,7 @@ def producer_id(write_id: str, task_partition: int) -> int:
     return DERIVED_PRODUCER_IDS | int.from_bytes(digest[:8], "big") >> 2
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(NamedTuple):  # a tuple: made once per row written, several times cheaper than a dataclass
     topic: str
     partition: int | None
     key: bytes | None
