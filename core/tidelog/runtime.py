@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from tidelog import aws
 from tidelog.log import claims
 from tidelog.log.topics import Topic, TopicCache, Topics, UnknownTopicError
+from tidelog.log.write.feed import HeadFeed
 from tidelog.log.write.groupcommit import GroupCommitter
 from tidelog.log.write.plan import AppendResult
 from tidelog.log.write.staging import StagingArea
@@ -193,6 +194,7 @@ def appender() -> Writer | GroupCommitter:
         sleep=time.sleep,
         jitter=random.random,
         on_committed=cache.put if cache is not None else None,
+        on_heads=head_feed().publish if long_running else None,
     )
     if long_running:
         return GroupCommitter(
@@ -202,6 +204,12 @@ def appender() -> Writer | GroupCommitter:
             in_flight=config.flush_in_flight,
         )
     return writer
+
+
+@_once
+def head_feed() -> HeadFeed:
+    """The heads this process's commits write, for its long polls (tidelog.log.write.feed)."""
+    return HeadFeed()
 
 
 @_once

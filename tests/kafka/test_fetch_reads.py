@@ -22,6 +22,9 @@ from tidelog.log import keys
 from tidelog.log.head import read_heads
 from tidelog.log.read.fetch import LogReader
 from tidelog.log.topics import TopicCache
+from tidelog.log.write.feed import HeadFeed
+from tidelog.log.write.staging import StagingArea
+from tidelog.log.write.writer import Writer
 from tidelog.records import RecordBatch, iter_batches
 from tidelog.storage import Put
 
@@ -188,6 +191,53 @@ def test_a_long_poll_is_answered_from_heads_read_after_it_came(stack, monkeypatc
         assert partition_of(answer, 0)["high_watermark"] == 4
     finally:
         gate.set()
+
+
+def test_a_long_poll_wakes_on_this_agents_own_commit_without_the_watchers_read(
+    stack, monkeypatch, tmp_path
+):
+    """A record the agent commits itself wakes its waiting fetch at once: every watcher read
+    after the first is held past the fetch's answer."""
+    log, _ = stack
+    feed = HeadFeed()
+    monkeypatch.setattr(runtime, "head_feed", lambda: feed)
+    held, gate = threading.Event(), threading.Event()
+    reads = itertools.count()
+
+    def first_fast_then_held(partitions):
+        if next(reads) > 0:
+            held.set()
+            gate.wait(10)
+        return read_heads(log.meta, partitions)
+
+    monkeypatch.setattr(fetch_module, "_read_heads", first_fast_then_held)
+    handlers = Handlers(Solo(Node(1, "h", 9092)))  # its watcher listens to the feed
+    agent = Writer(
+        log.meta,
+        log.objects,
+        StagingArea(tmp_path / "agent"),
+        clock_ms=log.clock,
+        sleep=time.sleep,
+        jitter=lambda: 0.5,
+        on_heads=feed.publish,
+    )
+    monkeypatch.setattr(log, "writer", agent)
+    answers: list[dict] = []
+    poll = threading.Thread(
+        target=lambda: answers.append(
+            fetch({0: 3}, handlers=handlers, max_wait=10_000, min_bytes=1)
+        )
+    )
+    poll.start()
+    try:
+        assert held.wait(5), "the fetch waits, and the watcher's second read is held"
+        log.produce(0, [(None, b"mine")])
+        poll.join(5)
+        assert answers, "woken by the commit, not by a read"
+        assert values(partition_of(answers[0], 0)) == [b"mine"]
+    finally:
+        gate.set()
+        poll.join(5)
 
 
 def test_a_read_committed_long_poll_behind_an_open_transaction_reads_once(stack):

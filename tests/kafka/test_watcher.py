@@ -137,3 +137,58 @@ def test_read_since_gives_only_heads_read_after_the_time_asked():
     assert watcher.read_since([("t", 1)], time.monotonic()) is None  # the next read is held
     assert watcher.read_since([("t", 1), ("t", 0)], before) is None  # ("t", 0) was never read
     gate.set()
+
+
+def test_a_head_this_process_committed_wakes_its_waiters_without_a_read():
+    heads = Heads()
+    gate = threading.Event()
+    reads = itertools.count()
+
+    def first_fast_then_held(partitions):
+        if next(reads) > 0:
+            gate.wait(10)
+        return heads(partitions)
+
+    watcher = HighWatermarkWatcher(first_fast_then_held, interval_s=0.01)
+    woken = []
+    waiter = threading.Thread(
+        target=lambda: woken.append(watcher.wait({("t", 1): 0}, time.monotonic() + 10))
+    )
+    waiter.start()
+    while watcher.settled({("t", 1): 0}, committed=False) is None:
+        time.sleep(0.005)  # the first read is in; the next is held from here on
+    sent = time.monotonic()
+    watcher.observe({("t", 1): Head(0, 1), ("t", 7): Head(0, 3)}, sent)
+    waiter.join(5)
+    try:
+        assert woken == [True], "woken by the commit, with every read after the first held"
+        assert watcher.read_since([("t", 1)], sent) == {("t", 1): Head(0, 1)}
+        assert watcher.read_since([("t", 7)], 0) is None, "nobody waits on it: not kept"
+    finally:
+        gate.set()
+
+
+def test_a_read_begun_before_an_observed_commit_does_not_undo_it():
+    heads = Heads()
+    reading, release = threading.Event(), threading.Event()
+
+    def slow_second_read(partitions):
+        found = heads(partitions)  # the head as the read finds it: 0 records
+        if len(heads.calls) == 2:
+            reading.set()
+            release.wait(10)
+        return found
+
+    watcher = HighWatermarkWatcher(slow_second_read, interval_s=0.01)
+    stop = time.monotonic() + 10
+    waiter = threading.Thread(target=watcher.wait, args=({("t", 1): 5}, stop), daemon=True)
+    waiter.start()
+    assert reading.wait(5)
+    watcher.observe({("t", 1): Head(0, 2)}, time.monotonic())  # committed while it reads
+    release.set()
+    while len(heads.calls) < 3:  # a read after the slow one began: the slow one has landed
+        time.sleep(0.005)
+    assert watcher.settled({("t", 1): 0}, committed=False) is None, "2 records to fetch at 0"
+    assert watcher.settled({("t", 1): 2}, committed=False) == {("t", 1): 2}
+    heads.heads[("t", 1)] = 6
+    waiter.join(5)

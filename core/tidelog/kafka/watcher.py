@@ -6,6 +6,9 @@ the heads of every partition anyone is waiting on (one BatchGetItem per hundred 
 wakes the waiters whose partitions moved, pausing between reads at least as long as the last
 took.
 
+The heads this agent commits itself come without a read: its commits hand them to
+:meth:`HighWatermarkWatcher.observe` (tidelog.log.write.feed), which wakes the waiters at once.
+
 What it read also spares the waiters' own reads. A fetch at an offset where the watcher last
 saw nothing to fetch waits for the watcher's next read rather than making one, and a head read
 that began after the fetch came serves it as a read of its own made then would.
@@ -86,6 +89,23 @@ class HighWatermarkWatcher:
             return None
         return {p: seen[1] for p, seen in found.items() if seen is not None}
 
+    def observe(self, heads: Mapping[Partition, Head], sent: float) -> None:
+        """Heads this process committed, each the log's as of a moment after ``sent`` (when
+        the commit's transaction was sent): as good as a read begun then. Kept only for the
+        partitions someone waits on, and only where newer than what was read."""
+        with self._changed:
+            moved = False
+            for partition, head in heads.items():
+                if partition in self._waiting and self._newer(partition, head):
+                    self._heads[partition] = (sent, head)
+                    moved = True
+            if moved:
+                self._changed.notify_all()
+
+    def _newer(self, partition: Partition, head: Head) -> bool:
+        seen = self._heads.get(partition)
+        return seen is None or head.next_offset > seen[1].next_offset
+
     def _high(self, partition: Partition) -> int:
         seen = self._heads.get(partition)
         return -1 if seen is None else seen[1].next_offset
@@ -104,7 +124,13 @@ class HighWatermarkWatcher:
             except Exception:  # noqa: BLE001 - a failed read is tried again next interval
                 heads = {}
             with self._changed:
-                self._heads.update((p, (began, head)) for p, head in heads.items())
+                # A read that began before a commit this process observed may end after it:
+                # the head the commit gave is then the newer.
+                self._heads.update(
+                    (p, (began, head))
+                    for p, head in heads.items()
+                    if self._newer(p, head) or self._heads[p][1].next_offset == head.next_offset
+                )
                 self._changed.notify_all()
             # A read slower than the interval (many partitions, a busy store) is followed by a
             # pause as long: polling takes at most half of what the store serves this host.

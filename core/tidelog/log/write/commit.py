@@ -23,6 +23,7 @@ the planned offset either names our object and range, or it does not.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from tidelog.errors import RetriableError, TidelogError
 from tidelog.log import keys
 from tidelog.log.head import Head
 from tidelog.log.topics import TOPICS_PK, UnknownTopicError
+from tidelog.log.write.feed import Listener
 from tidelog.log.write.plan import AppendResult, PartitionAppend, Plan, plan
 from tidelog.log.write.producers import (
     ProducerState,
@@ -88,8 +90,12 @@ class Committer:
         sleep: Sleep,
         jitter: Callable[[], float],
         attempts: int = 30,
+        on_heads: Listener | None = None,
     ) -> None:
+        """``on_heads`` hears each partition's new head when its transaction succeeds (see
+        tidelog.log.write.feed)."""
         self._meta = meta
+        self._on_heads = on_heads
         self._clock_ms = clock_ms
         self._sleep = sleep
         self._jitter = jitter
@@ -202,6 +208,7 @@ class Committer:
                 for p in group:  # nothing to write: every batch was a retry
                     progress.results[p.append.key] = p.result
                 continue
+            sent = time.monotonic()
             try:
                 self._meta.transact(writes)
             except ConditionFailedError as exc:
@@ -217,6 +224,8 @@ class Committer:
             else:
                 for p in group:
                     self._committed(p, progress)
+                if self._on_heads is not None:
+                    self._on_heads({p.append.key: p.new_head for p in group if p.runs}, sent)
 
     def _settle(
         self,
