@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
-import sys
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -29,8 +27,7 @@ from tests.support.agents import AgentProcess
 
 from benchmarks import kafka
 from benchmarks.groups import _join_to_stable
-from benchmarks.inprocess import ROOT
-from benchmarks.report import Section, end_to_end
+from benchmarks.report import Section, driven, end_to_end
 
 PRODUCES = 400
 END_TO_END = 60
@@ -119,14 +116,7 @@ def _through_an_agent(env: dict[str, str]) -> tuple[float, float]:
 
 
 def _handlers_alone() -> dict[str, tuple[float, float]]:
-    result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.inprocess", "aws-latency", SEED],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    latencies = json.loads(result.stdout.strip().splitlines()[-1])
+    latencies = driven("benchmarks.inprocess", "aws-latency", SEED)
     return {name: _percentiles(samples) for name, samples in latencies.items()}
 
 

@@ -24,9 +24,9 @@ from typing import Any
 from werkzeug.serving import make_server
 
 from benchmarks.fetch import _reset_cache
-from benchmarks.inprocess import ROOT, fresh_cpu_ms
+from benchmarks.inprocess import fresh_cpu_ms
 from benchmarks.produce import _post, _topic, batch_bytes
-from benchmarks.report import Section
+from benchmarks.report import ROOT, Section
 from tidelog import aws
 from tidelog.local import dev
 from tidelog.local.gateway import Gateway

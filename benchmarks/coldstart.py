@@ -16,16 +16,13 @@ import io
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
-from benchmarks.report import Section
+from benchmarks.report import ROOT, Section, driven
 
-ROOT = Path(__file__).resolve().parents[1]
 ROUNDS = 7
 MODES = ("bare", "tidelog", "tidelog+clients", "snapstart")
 BODY = json.dumps({"records": [{"key": "user-1", "value": "click"}]}).encode()
@@ -101,14 +98,7 @@ def measure(mode: str) -> dict[str, float]:
 
 
 def _fresh(mode: str) -> dict[str, float]:
-    result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.coldstart", mode],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    phases: dict[str, float] = json.loads(result.stdout.strip().splitlines()[-1])
+    phases: dict[str, float] = driven("benchmarks.coldstart", mode)
     return phases
 
 

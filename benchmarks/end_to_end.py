@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
 import sys
 import time
 from typing import Any
@@ -22,7 +21,7 @@ from tests.support import devserver
 from tests.support.agents import AgentProcess
 
 from benchmarks.kafka import PRODUCTION, Moto, Tansu, _tansu_binary
-from benchmarks.report import Section
+from benchmarks.report import Section, driven
 
 MESSAGES = 200
 RUNS = 3
@@ -83,14 +82,9 @@ def run(progress: Any = print) -> Section:
 
 def _drive(bootstrap: str, topic: str, zone: str) -> dict[str, float]:
     """One run in a driver process of its own (its GIL is its own)."""
-    result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.end_to_end", bootstrap, topic, zone],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
+    measured: dict[str, float] = driven(
+        "benchmarks.end_to_end", bootstrap, topic, zone, timeout=300
     )
-    measured: dict[str, float] = json.loads(result.stdout.splitlines()[-1])
     return measured
 
 

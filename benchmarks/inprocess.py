@@ -18,7 +18,6 @@ import importlib.util
 import io
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,7 +25,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.report import ROOT, driven
+
 SAMPLE_EVERY = 1000
 
 
@@ -249,14 +249,7 @@ def fresh_cpu_ms(body: bytes, kind: str = "batch") -> float:
     with tempfile.NamedTemporaryFile(suffix=f".{kind}") as file:
         file.write(body)
         file.flush()
-        result = subprocess.run(
-            [sys.executable, "-m", "benchmarks.inprocess", f"cpu-{kind}", file.name],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    return float(result.stdout.strip().splitlines()[-1])
+        return float(driven("benchmarks.inprocess", f"cpu-{kind}", file.name))
 
 
 if __name__ == "__main__":

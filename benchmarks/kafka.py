@@ -40,7 +40,7 @@ from tests.support.agents import AgentProcess
 from tests.support.dynamodb_local import free_port
 
 from benchmarks.librdkafka import MESSAGE_BYTES, consume_rate, produce_rate
-from benchmarks.report import Section
+from benchmarks.report import Section, driven
 from tidelog.local import motofixes
 from tidelog.local.emulator import LockedApp
 from tidelog.local.serving import Server
@@ -184,14 +184,9 @@ def _flush_objects(aws_url: str) -> int:
 
 def _drive(phase: str, bootstrap: str, topic: str, zone: str) -> dict[str, float]:
     """One phase (produce, consume, latency) in a driver process of its own."""
-    result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.kafka", phase, bootstrap, topic, zone],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=600,
+    measured: dict[str, float] = driven(
+        "benchmarks.kafka", phase, bootstrap, topic, zone, timeout=600
     )
-    measured: dict[str, float] = json.loads(result.stdout.splitlines()[-1])
     return measured
 
 

@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
+import json
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def driven(module: str, *args: str, timeout: float | None = None) -> Any:
+    """What ``python -m module args`` printed last, as JSON: a phase run in a process of its
+    own, so its GIL, imports and heap are its own."""
+    result = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=timeout,
+    )
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 @dataclass

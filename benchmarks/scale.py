@@ -13,8 +13,6 @@ Each stack is a `tidelog dev` subprocess of its own, so its memory is its own.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -27,14 +25,13 @@ from tests.support.counting import CountingStore
 from tests.support.log import tiny_log
 
 from benchmarks.inprocess import rss_mb
-from benchmarks.report import Section
+from benchmarks.report import Section, driven
 from tidelog.local.stack import aws_client
 from tidelog.log import due
 from tidelog.log.lifecycle.housekeeping import MAINTENANCE_JOBS
 from tidelog.storage.dynamodb import DynamoMetadataStore
 from tidelog.storage.memory import MemoryMetadataStore
 
-ROOT = Path(__file__).resolve().parents[1]
 TOPICS = 1000
 LATENCY_REQUESTS = 1500
 SOAK_REQUESTS = 20_000
@@ -140,14 +137,8 @@ def _soak_dev(progress: Any) -> list[tuple[int, float]]:
 
 
 def _soak_handler() -> list[tuple[int, float]]:
-    result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.inprocess", "soak", str(SOAK_REQUESTS)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return [(int(n), float(mb)) for n, mb in json.loads(result.stdout.splitlines()[-1])]
+    soaked = driven("benchmarks.inprocess", "soak", str(SOAK_REQUESTS))
+    return [(int(n), float(mb)) for n, mb in soaked]
 
 
 def _curve(samples: list[tuple[int, float]]) -> str:

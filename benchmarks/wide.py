@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import statistics
-import subprocess
 import sys
 from typing import Any
 
@@ -25,7 +24,7 @@ from tests.support.agents import AgentProcess
 
 from benchmarks.kafka import PRODUCTION, Moto, Tansu, _tansu_binary
 from benchmarks.librdkafka import produce_rate
-from benchmarks.report import Section
+from benchmarks.report import Section, driven
 from tidelog.local.stack import aws_client
 from tidelog.log.flushobject import decode_footer
 
@@ -117,14 +116,7 @@ def run(progress: Any = print) -> Section:
 
 
 def _drive(bootstrap: str, topic: str, width: int) -> float:
-    result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.wide", bootstrap, topic, str(width)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=600,
-    )
-    return float(json.loads(result.stdout.splitlines()[-1]))
+    return float(driven("benchmarks.wide", bootstrap, topic, str(width), timeout=600))
 
 
 def _data_bucket(aws_url: str) -> tuple[Any, str]:

@@ -118,17 +118,23 @@ def test_settled_read_committed_waits_past_the_high_watermark_behind_an_open_tra
     assert watcher.settled({("t", 0): 3}, committed=False) is None  # read_uncommitted sees 3, 4
 
 
+class HeldAfterFirst(Heads):
+    """Reads that answer at once the first time, then wait for ``gate``."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = threading.Event()
+        self.reads = itertools.count()
+
+    def __call__(self, partitions):
+        if next(self.reads) > 0:
+            self.gate.wait(10)
+        return super().__call__(partitions)
+
+
 def test_read_since_gives_only_heads_read_after_the_time_asked():
-    heads = Heads()
-    gate = threading.Event()
-    reads = itertools.count()
-
-    def first_fast_then_held(partitions):
-        if next(reads) > 0:
-            gate.wait(5)
-        return heads(partitions)
-
-    watcher = HighWatermarkWatcher(first_fast_then_held, interval_s=0.01)
+    heads = HeldAfterFirst()
+    watcher = HighWatermarkWatcher(heads, interval_s=0.01)
     before = time.monotonic()
     threading.Thread(target=watcher.wait, args=({("t", 1): 0}, before + 2), daemon=True).start()
     while watcher.settled({("t", 1): 0}, committed=False) is None:
@@ -136,20 +142,12 @@ def test_read_since_gives_only_heads_read_after_the_time_asked():
     assert watcher.read_since([("t", 1)], before) == {("t", 1): Head(0, 0)}
     assert watcher.read_since([("t", 1)], time.monotonic()) is None  # the next read is held
     assert watcher.read_since([("t", 1), ("t", 0)], before) is None  # ("t", 0) was never read
-    gate.set()
+    heads.gate.set()
 
 
 def test_a_head_this_process_committed_wakes_its_waiters_without_a_read():
-    heads = Heads()
-    gate = threading.Event()
-    reads = itertools.count()
-
-    def first_fast_then_held(partitions):
-        if next(reads) > 0:
-            gate.wait(10)
-        return heads(partitions)
-
-    watcher = HighWatermarkWatcher(first_fast_then_held, interval_s=0.01)
+    heads = HeldAfterFirst()
+    watcher = HighWatermarkWatcher(heads, interval_s=0.01)
     woken = []
     waiter = threading.Thread(
         target=lambda: woken.append(watcher.wait({("t", 1): 0}, time.monotonic() + 10))
@@ -165,7 +163,7 @@ def test_a_head_this_process_committed_wakes_its_waiters_without_a_read():
         assert watcher.read_since([("t", 1)], sent) == {("t", 1): Head(0, 1)}
         assert watcher.read_since([("t", 7)], 0) is None, "nobody waits on it: not kept"
     finally:
-        gate.set()
+        heads.gate.set()
 
 
 def test_a_read_begun_before_an_observed_commit_does_not_undo_it():
