@@ -198,7 +198,7 @@ def test_a_long_poll_wakes_on_this_agents_own_commit_without_the_watchers_read(
 ):
     """A record the agent commits itself wakes its waiting fetch at once: every watcher read
     after the first is held past the fetch's answer."""
-    log, _ = stack
+    log, counting = stack
     feed = HeadFeed()
     monkeypatch.setattr(runtime, "head_feed", lambda: feed)
     held, gate = threading.Event(), threading.Event()
@@ -231,10 +231,16 @@ def test_a_long_poll_wakes_on_this_agents_own_commit_without_the_watchers_read(
     poll.start()
     try:
         assert held.wait(5), "the fetch waits, and the watcher's second read is held"
+        before = counting.calls.copy()
         log.produce(0, [(None, b"mine")])
         poll.join(5)
         assert answers, "woken by the commit, not by a read"
         assert values(partition_of(answers[0], 0)) == [b"mine"]
+        assert partition_of(answers[0], 0)["high_watermark"] == 4
+        assert (counting.calls["get"], counting.calls["get_many"]) == (
+            before["get"],
+            before["get_many"],
+        ), "read on from the head the commit gave, not from a head read of its own"
     finally:
         gate.set()
         poll.join(5)

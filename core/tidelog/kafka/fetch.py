@@ -72,7 +72,13 @@ class FetchHandler:
             waiting = {_id(wanted[i]): max(wanted[i][2], _high(results[i])) for i in empty}
             if not waiting or not self._watcher.wait(waiting, deadline):
                 break
-            again = self._read([wanted[i] for i in empty], committed)
+            # What woke it (the watcher's read, or a commit of this agent's) is a head read
+            # since the fetch came: read on from it rather than read the heads again.
+            seen = self._watcher.read_since(waiting, came)
+            heads = None
+            if seen is not None:
+                heads = {(wanted[i][0], wanted[i][1]): seen[_id(wanted[i])] for i in empty}
+            again = self._read([wanted[i] for i in empty], committed, heads)
             for i, result in zip(empty, again, strict=True):
                 results[i] = result
         answers: dict[TopicRef, list[Answer]] = {}
