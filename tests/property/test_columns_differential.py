@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.property.test_records_properties import BYTES, CODECS, HEADERS
 
 from tidelog.records import (
     CorruptRecordError,
@@ -15,8 +16,6 @@ from tidelog.records import (
 )
 from tidelog.records.columns import COMPILED, Columns, columns
 
-BYTES = st.one_of(st.none(), st.binary(max_size=200))
-HEADERS = st.lists(st.tuples(st.text(max_size=12), BYTES), max_size=3)
 RECORDS = st.lists(
     st.tuples(BYTES, BYTES, HEADERS, st.integers(0, 2**41), st.integers(1, 4)),
     min_size=1,
@@ -34,7 +33,7 @@ def test_the_compiled_reader_is_what_reads_here():
 @settings(max_examples=300)
 @given(
     RECORDS,
-    st.sampled_from(["none", "gzip", "snappy", "lz4", "zstd"]),
+    CODECS,
     st.sampled_from(["create", "log_append"]),
     st.integers(0, 2**40),
     st.data(),

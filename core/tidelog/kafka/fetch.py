@@ -69,7 +69,8 @@ class FetchHandler:
             empty = [
                 i for i, r in enumerate(results) if isinstance(r, PartitionData) and not r.batches
             ]
-            waiting = {_id(wanted[i]): max(wanted[i][2], _high(results[i])) for i in empty}
+            ids = {i: _id(wanted[i]) for i in empty}
+            waiting = {ids[i]: max(wanted[i][2], _high(results[i])) for i in empty}
             if not waiting or not self._watcher.wait(waiting, deadline):
                 break
             # What woke it (the watcher's read, or a commit of this agent's) is a head read
@@ -77,7 +78,7 @@ class FetchHandler:
             seen = self._watcher.read_since(waiting, came)
             heads = None
             if seen is not None:
-                heads = {(wanted[i][0], wanted[i][1]): seen[_id(wanted[i])] for i in empty}
+                heads = {(wanted[i][0], wanted[i][1]): seen[ids[i]] for i in empty}
             again = self._read([wanted[i] for i in empty], committed, heads)
             for i, result in zip(empty, again, strict=True):
                 results[i] = result

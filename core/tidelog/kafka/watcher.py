@@ -96,15 +96,11 @@ class HighWatermarkWatcher:
         with self._changed:
             moved = False
             for partition, head in heads.items():
-                if partition in self._waiting and self._newer(partition, head):
+                if partition in self._waiting and head.next_offset > self._high(partition):
                     self._heads[partition] = (sent, head)
                     moved = True
             if moved:
                 self._changed.notify_all()
-
-    def _newer(self, partition: Partition, head: Head) -> bool:
-        seen = self._heads.get(partition)
-        return seen is None or head.next_offset > seen[1].next_offset
 
     def _high(self, partition: Partition) -> int:
         seen = self._heads.get(partition)
@@ -129,7 +125,7 @@ class HighWatermarkWatcher:
                 self._heads.update(
                     (p, (began, head))
                     for p, head in heads.items()
-                    if self._newer(p, head) or self._heads[p][1].next_offset == head.next_offset
+                    if head.next_offset >= self._high(p)
                 )
                 self._changed.notify_all()
             # A read slower than the interval (many partitions, a busy store) is followed by a
