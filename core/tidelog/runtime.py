@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from tidelog import aws
 from tidelog.log import claims
+from tidelog.log.feed import CommitFeed
 from tidelog.log.topics import Topic, TopicCache, Topics, UnknownTopicError
-from tidelog.log.write.feed import HeadFeed
 from tidelog.log.write.groupcommit import GroupCommitter
 from tidelog.log.write.plan import AppendResult
 from tidelog.log.write.staging import StagingArea
@@ -194,7 +194,7 @@ def appender() -> Writer | GroupCommitter:
         sleep=time.sleep,
         jitter=random.random,
         on_committed=cache.put if cache is not None else None,
-        on_heads=head_feed().publish if long_running else None,
+        on_commit=commit_feed().publish if long_running else None,
     )
     if long_running:
         return GroupCommitter(
@@ -207,9 +207,10 @@ def appender() -> Writer | GroupCommitter:
 
 
 @_once
-def head_feed() -> HeadFeed:
-    """The heads this process's commits write, for its long polls (tidelog.log.write.feed)."""
-    return HeadFeed()
+def commit_feed() -> CommitFeed:
+    """What this process's commits write, for its long polls and its reader's index cache
+    (tidelog.log.feed)."""
+    return CommitFeed()
 
 
 @_once
@@ -229,7 +230,7 @@ def log_reader() -> LogReader:
     # host remembers the index entries it read lately (IndexCache): a warm Lambda environment
     # serving a consumer's next fetch skips the index query as an agent does.
     long_running = config.group_commit
-    return LogReader(
+    reader = LogReader(
         metadata_store(),
         objects,
         cache,
@@ -237,6 +238,9 @@ def log_reader() -> LogReader:
         index_cache=IndexCache(lambda: time.monotonic_ns() // 1_000_000),
         aborted_cache=AbortedCache(metadata_store()),
     )
+    if long_running:  # its own commits' index entries, as its object cache has their objects
+        commit_feed().subscribe(reader.remember_committed)
+    return reader
 
 
 @_once

@@ -19,10 +19,11 @@ from tidelog.kafka.handlers import Handlers
 from tidelog.kafka.node import Node
 from tidelog.kafka.registry import Solo
 from tidelog.log import keys
+from tidelog.log.feed import CommitFeed
 from tidelog.log.head import read_heads
 from tidelog.log.read.fetch import LogReader
+from tidelog.log.read.indexcache import IndexCache
 from tidelog.log.topics import TopicCache
-from tidelog.log.write.feed import HeadFeed
 from tidelog.log.write.staging import StagingArea
 from tidelog.log.write.writer import Writer
 from tidelog.records import RecordBatch, iter_batches
@@ -197,10 +198,14 @@ def test_a_long_poll_wakes_on_this_agents_own_commit_without_the_watchers_read(
     stack, monkeypatch, tmp_path
 ):
     """A record the agent commits itself wakes its waiting fetch at once: every watcher read
-    after the first is held past the fetch's answer."""
+    after the first is held past the fetch's answer. The woken fetch reads the record with no
+    call to the table: the commit gave its head and its index entry."""
     log, counting = stack
-    feed = HeadFeed()
-    monkeypatch.setattr(runtime, "head_feed", lambda: feed)
+    feed = CommitFeed()
+    monkeypatch.setattr(runtime, "commit_feed", lambda: feed)
+    reader = LogReader(counting, log.objects, index_cache=IndexCache(lambda: 0))
+    feed.subscribe(reader.remember_committed)
+    monkeypatch.setattr(runtime, "log_reader", lambda: reader)
     held, gate = threading.Event(), threading.Event()
     reads = itertools.count()
 
@@ -219,7 +224,7 @@ def test_a_long_poll_wakes_on_this_agents_own_commit_without_the_watchers_read(
         clock_ms=log.clock,
         sleep=time.sleep,
         jitter=lambda: 0.5,
-        on_heads=feed.publish,
+        on_commit=feed.publish,
     )
     monkeypatch.setattr(log, "writer", agent)
     answers: list[dict] = []
@@ -241,6 +246,7 @@ def test_a_long_poll_wakes_on_this_agents_own_commit_without_the_watchers_read(
             before["get"],
             before["get_many"],
         ), "read on from the head the commit gave, not from a head read of its own"
+        assert counting.calls["query"] == before["query"], "the commit's entry, not a query"
     finally:
         gate.set()
         poll.join(5)

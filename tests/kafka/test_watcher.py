@@ -8,6 +8,7 @@ import threading
 import time
 
 from tidelog.kafka.watcher import HighWatermarkWatcher
+from tidelog.log.feed import Committed
 from tidelog.log.head import Head
 
 
@@ -156,7 +157,7 @@ def test_a_head_this_process_committed_wakes_its_waiters_without_a_read():
     while watcher.settled({("t", 1): 0}, committed=False) is None:
         time.sleep(0.005)  # the first read is in; the next is held from here on
     sent = time.monotonic()
-    watcher.observe({("t", 1): Head(0, 1), ("t", 7): Head(0, 3)}, sent)
+    watcher.observe(Committed({("t", 1): Head(0, 1), ("t", 7): Head(0, 3)}, {}, sent))
     waiter.join(5)
     try:
         assert woken == [True], "woken by the commit, with every read after the first held"
@@ -182,7 +183,7 @@ def test_a_read_begun_before_an_observed_commit_does_not_undo_it():
     waiter = threading.Thread(target=watcher.wait, args=({("t", 1): 5}, stop), daemon=True)
     waiter.start()
     assert reading.wait(5)
-    watcher.observe({("t", 1): Head(0, 2)}, time.monotonic())  # committed while it reads
+    watcher.observe(Committed({("t", 1): Head(0, 2)}, {}, time.monotonic()))  # while it reads
     release.set()
     while len(heads.calls) < 3:  # a read after the slow one began: the slow one has landed
         time.sleep(0.005)

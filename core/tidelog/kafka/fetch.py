@@ -36,7 +36,7 @@ Result = PartitionData | TidelogError
 class FetchHandler:
     def __init__(self) -> None:
         self._watcher = HighWatermarkWatcher(_read_heads)
-        runtime.head_feed().subscribe(self._watcher.observe)
+        runtime.commit_feed().subscribe(self._watcher.observe)
         # A fetch's partitions are read at once: each read is a few round trips to DynamoDB
         # and S3, and a consumer waits for the slowest partition of its fetch, not their sum.
         self._partition_reads = ContextPool(PARTITION_READS, thread_name_prefix="fetch")

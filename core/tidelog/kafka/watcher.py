@@ -7,7 +7,7 @@ wakes the waiters whose partitions moved, pausing between reads at least as long
 took.
 
 The heads this agent commits itself come without a read: its commits hand them to
-:meth:`HighWatermarkWatcher.observe` (tidelog.log.write.feed), which wakes the waiters at once.
+:meth:`HighWatermarkWatcher.observe` (tidelog.log.feed), which wakes the waiters at once.
 
 What it read also spares the waiters' own reads. A fetch at an offset where the watcher last
 saw nothing to fetch waits for the watcher's next read rather than making one, and a head read
@@ -21,6 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from tidelog.log.feed import Committed
 from tidelog.log.head import Head
 
 Partition = tuple[str, int]  # (topic id, partition)
@@ -89,15 +90,15 @@ class HighWatermarkWatcher:
             return None
         return {p: seen[1] for p, seen in found.items() if seen is not None}
 
-    def observe(self, heads: Mapping[Partition, Head], sent: float) -> None:
-        """Heads this process committed, each the log's as of a moment after ``sent`` (when
-        the commit's transaction was sent): as good as a read begun then. Kept only for the
-        partitions someone waits on, and only where newer than what was read."""
+    def observe(self, committed: Committed) -> None:
+        """Heads this process committed, each the log's as of a moment after the commit's
+        transaction was sent: as good as a read begun then. Kept only for the partitions
+        someone waits on, and only where newer than what was read."""
         with self._changed:
             moved = False
-            for partition, head in heads.items():
+            for partition, head in committed.heads.items():
                 if partition in self._waiting and head.next_offset > self._high(partition):
-                    self._heads[partition] = (sent, head)
+                    self._heads[partition] = (committed.sent, head)
                     moved = True
             if moved:
                 self._changed.notify_all()

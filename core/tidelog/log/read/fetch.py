@@ -28,6 +28,7 @@ from tidelog.errors import RetriableError
 from tidelog.log import keys
 from tidelog.log.aborted import aborted_between
 from tidelog.log.entries import LogEntry
+from tidelog.log.feed import Committed
 from tidelog.log.head import (
     Head,
     OffsetOutOfRangeError,
@@ -120,6 +121,13 @@ class LogReader:
     @property
     def cache(self) -> ObjectCache | None:
         return self._cache
+
+    def remember_committed(self, committed: Committed) -> None:
+        """The index entries this process just wrote, remembered as if read: a fetch from its
+        own commit then queries no index (tidelog.log.feed)."""
+        if self._index_cache is not None:
+            for key, entries in committed.entries.items():
+                self._index_cache.remember(keys.log_pk(*key), entries)
 
     # -- the head and the index ----------------------------------------------------------
 

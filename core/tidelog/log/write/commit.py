@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 
 from tidelog.errors import RetriableError, TidelogError
 from tidelog.log import keys
+from tidelog.log.feed import Committed, Listener
 from tidelog.log.head import Head
 from tidelog.log.topics import TOPICS_PK, UnknownTopicError
-from tidelog.log.write.feed import Listener
 from tidelog.log.write.plan import AppendResult, PartitionAppend, Plan, plan
 from tidelog.log.write.producers import (
     ProducerState,
@@ -90,12 +90,12 @@ class Committer:
         sleep: Sleep,
         jitter: Callable[[], float],
         attempts: int = 30,
-        on_heads: Listener | None = None,
+        on_commit: Listener | None = None,
     ) -> None:
-        """``on_heads`` hears each partition's new head when its transaction succeeds (see
-        tidelog.log.write.feed)."""
+        """``on_commit`` hears each partition's new head and index entries when its
+        transaction succeeds (see tidelog.log.feed)."""
         self._meta = meta
-        self._on_heads = on_heads
+        self._on_commit = on_commit
         self._clock_ms = clock_ms
         self._sleep = sleep
         self._jitter = jitter
@@ -224,8 +224,15 @@ class Committer:
             else:
                 for p in group:
                     self._committed(p, progress)
-                if self._on_heads is not None:
-                    self._on_heads({p.append.key: p.new_head for p in group if p.runs}, sent)
+                if self._on_commit is not None:
+                    written = [p for p in group if p.runs]
+                    self._on_commit(
+                        Committed(
+                            heads={p.append.key: p.new_head for p in written},
+                            entries={p.append.key: p.entries(object_key, now) for p in written},
+                            sent=sent,
+                        )
+                    )
 
     def _settle(
         self,

@@ -155,13 +155,10 @@ class Plan:
             last_abort=last_abort,
         )
 
-    def writes(self, object_key: str, appended_ms: int) -> list[Write]:
-        if not self.runs:
-            return []
-        pk = keys.log_pk(*self.append.key)
-        writes: list[Write] = [put_head(pk, self.new_head, self.head)]
-        for run in self.runs:
-            entry = LogEntry(
+    def entries(self, object_key: str, appended_ms: int) -> list[LogEntry]:
+        """The index entries the plan's runs are written as."""
+        return [
+            LogEntry(
                 run.base_offset,
                 run.last_offset,
                 object_key,
@@ -171,7 +168,17 @@ class Plan:
                 run.max_timestamp,
                 appended_ms=appended_ms,
             )
-            writes.append(Put(entry.to_item(pk), ItemAbsent()))
+            for run in self.runs
+        ]
+
+    def writes(self, object_key: str, appended_ms: int) -> list[Write]:
+        if not self.runs:
+            return []
+        pk = keys.log_pk(*self.append.key)
+        writes: list[Write] = [put_head(pk, self.new_head, self.head)]
+        writes += [
+            Put(entry.to_item(pk), ItemAbsent()) for entry in self.entries(object_key, appended_ms)
+        ]
         # Housekeeping visits only partitions marked so (tidelog.log.due).
         writes.append(due.active(self.append.topic.name, *self.append.key, appended_ms))
         for old, new in self.states.values():

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from tidelog.errors import RetriableError
 from tidelog.log import flushobject, keys
+from tidelog.log.feed import Listener
 from tidelog.log.garbage import record_orphan
 from tidelog.log.head import high_watermark
 from tidelog.log.topics import Topic
 from tidelog.log.write.commit import Committer, Sleep
-from tidelog.log.write.feed import Listener
 from tidelog.log.write.plan import (
     AppendResult,
     OffsetMismatchError,
@@ -100,11 +100,12 @@ class Writer:
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
         put_attempts: int = 5,
         on_committed: Callable[[str, bytes], None] | None = None,
-        on_heads: Listener | None = None,
+        on_commit: Listener | None = None,
     ) -> None:
         """``on_committed(object_key, body)`` hears of every object the log now references
         (a long-running host caches it for its readers); its failure fails no append.
-        ``on_heads`` hears the heads its commits write (tidelog.log.write.feed)."""
+        ``on_commit`` hears the heads and index entries its commits write
+        (tidelog.log.feed)."""
         self._meta = meta
         self._objects = objects
         self._staging = staging
@@ -114,7 +115,7 @@ class Writer:
         self._put_attempts = put_attempts
         self._on_committed = on_committed
         self._committer = Committer(
-            meta, clock_ms=clock_ms, sleep=sleep, jitter=jitter, on_heads=on_heads
+            meta, clock_ms=clock_ms, sleep=sleep, jitter=jitter, on_commit=on_commit
         )
 
     def append(self, requests: Sequence[AppendRequest]) -> list[AppendResult]:
