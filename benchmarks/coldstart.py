@@ -17,7 +17,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from typing import Any
 
@@ -40,17 +39,17 @@ def _memory_stores() -> None:
 
 def measure(mode: str) -> dict[str, float]:
     """In this interpreter: the milliseconds of each phase of one cold start."""
+    from benchmarks.inprocess import Context, event, load_module, scratch_dir  # noqa: PLC0415 - untimed
+
     os.environ.update(
         TIDELOG_TABLE="t",
         TIDELOG_BUCKET="b",
-        TIDELOG_STAGING_DIR=tempfile.mkdtemp(),
+        TIDELOG_STAGING_DIR=scratch_dir(),
         AWS_DEFAULT_REGION="us-east-1",
         AWS_ACCESS_KEY_ID="test",
         AWS_SECRET_ACCESS_KEY="test",
         AWS_ENDPOINT_URL="http://127.0.0.1:9",  # nothing listens: no phase may call AWS
     )
-    from benchmarks.inprocess import Context, event, load_module  # noqa: PLC0415 - untimed
-
     request = event(
         "/v1/topics/{topic}/records",
         "/v1/topics/t/records",

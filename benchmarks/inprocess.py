@@ -28,6 +28,7 @@ from typing import Any
 from benchmarks.report import ROOT, driven
 
 SAMPLE_EVERY = 1000
+_SCRATCH: list[tempfile.TemporaryDirectory[str]] = []  # each removed as the process exits
 
 
 def rss_mb(pid: int | str = "self") -> float:
@@ -74,10 +75,16 @@ def event(
     return recorded
 
 
+def scratch_dir() -> str:
+    """A directory for this process's staging or cache, removed as the process exits."""
+    _SCRATCH.append(tempfile.TemporaryDirectory(prefix="tidelog-bench-"))
+    return _SCRATCH[-1].name
+
+
 def produce_function() -> tuple[ModuleType, Any, Any]:
     """The produce function's module, loaded as Lambda loads it, with the runtime's stores
     replaced by in-memory ones; and those stores."""
-    os.environ.update(TIDELOG_TABLE="t", TIDELOG_BUCKET="b", TIDELOG_STAGING_DIR=tempfile.mkdtemp())
+    os.environ.update(TIDELOG_TABLE="t", TIDELOG_BUCKET="b", TIDELOG_STAGING_DIR=scratch_dir())
     from tidelog import runtime  # noqa: PLC0415 - after the environment is set
     from tidelog.storage.memory import MemoryMetadataStore, MemoryObjectStore  # noqa: PLC0415
 
@@ -179,7 +186,7 @@ def aws_latency(
     from tidelog import runtime  # noqa: PLC0415
     from tidelog.storage.faults import FaultPlan, FaultyMetadataStore, FaultyObjectStore  # noqa: PLC0415
 
-    os.environ["TIDELOG_CACHE_DIR"] = tempfile.mkdtemp()
+    os.environ["TIDELOG_CACHE_DIR"] = scratch_dir()
     app, meta, objects = produce_function()
     plan = FaultPlan.aws_latency(seed)
     slow_meta, slow_objects = FaultyMetadataStore(meta, plan), FaultyObjectStore(objects, plan)

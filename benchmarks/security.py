@@ -51,8 +51,8 @@ def run(progress: Any = print) -> Section:
         f"connection, handshake and login): median of {LOGINS}.",
         ("listener", "produce, msg/s (ratio)", "consume, msg/s (ratio)", "first answer, ms"),
     )
-    directory = Path(tempfile.mkdtemp(prefix="bench-tls-"))
-    ca = LocalCa.create(directory)
+    scratch = tempfile.TemporaryDirectory(prefix="tidelog-bench-tls-")
+    ca = LocalCa.create(Path(scratch.name))
     issued = ca.issue_server("agent", ["127.0.0.1"])
     ports = {"PLAINTEXT": free_port(), "SSL": free_port(), "SASL_SSL": free_port()}
     progress("  starting tidelog dev and an agent with three listeners")
@@ -93,6 +93,7 @@ def run(progress: Any = print) -> Section:
         if agent is not None:
             agent.stop()
         dev.stop()
+        scratch.cleanup()
     base = {k: statistics.median(results["PLAINTEXT"][k]) for k in ("produce", "consume")}
     for name in ports:
         produce = statistics.median(results[name]["produce"])

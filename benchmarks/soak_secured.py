@@ -56,8 +56,8 @@ def main() -> int:
         "--plaintext", action="store_true", help="the baseline: no TLS, SASL or ACLs"
     )
     args = parser.parse_args()
-    directory = Path(tempfile.mkdtemp(prefix="soak-tls-"))
-    ca = LocalCa.create(directory)
+    scratch = tempfile.TemporaryDirectory(prefix="tidelog-soak-tls-")
+    ca = LocalCa.create(Path(scratch.name))
     issued = ca.issue_server("agent", ["127.0.0.1"])
     dev = devserver.start()
     port = free_port()
@@ -83,6 +83,7 @@ def main() -> int:
             agent.stop()
     finally:
         dev.stop()
+        scratch.cleanup()
 
 
 def _settings(user: str, port: int, cafile: str | None) -> dict[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 from concurrent.futures import ThreadPoolExecutor
@@ -85,6 +86,25 @@ def test_sigterm_stops_it_cleanly_and_frees_the_ports():
     for port in (process.api_port, process.aws_port):
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", port))  # free again
+
+
+def test_it_takes_its_disk_with_it_as_it_stops(tmp_path):
+    """The stack is in memory and gone on exit; so is what its functions and its Kafka TLS
+    listener kept on disk (staging, the read cache, the CA), however many times it runs."""
+    process = devserver.start("--kafka-tls", "--kafka-tls-port", "0", env={"TMPDIR": str(tmp_path)})
+    try:
+        records = json.dumps({"records": [{"value": "kept until exit"}]}).encode()
+        topic = f"{process.api_url}/v1/topics/scratch"
+        json_body = {"Content-Type": "application/json"}
+        assert get_json(f"{topic}/records", "POST", records, json_body)[0] == 200
+        assert get_json(f"{topic}/partitions/0/records?offset=0")[0] == 200
+        (scratch,) = tmp_path.iterdir()
+        assert {"staging", "cache", "tls"} <= {p.name for p in scratch.iterdir()}
+        assert any((scratch / "cache").iterdir())  # the fetch's object, read through it
+    finally:
+        status, output = process.stop()
+    assert status == 0, output
+    assert not any(tmp_path.iterdir())
 
 
 def test_the_banner_says_what_runs_where():

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 
@@ -72,13 +71,15 @@ def test_what_one_agent_acknowledges_another_serves(dev, second_agent):
     assert sorted(o.offset for o in committed.values()) == [5, 5]
 
 
-def test_an_agent_will_not_share_a_staging_or_cache_directory_with_a_live_one(second_agent):
+def test_an_agent_will_not_share_a_staging_or_cache_directory_with_a_live_one(
+    second_agent, tmp_path
+):
     """Recovery on start takes what it finds in staging for a dead process's leftovers: a
     second live process there would take the first one's objects in flight."""
     for setting in ("TIDELOG_STAGING_DIR", "TIDELOG_CACHE_DIR"):
         env = dict(second_agent.env)  # its directory for this setting, a new one for the other
         other = {"TIDELOG_STAGING_DIR", "TIDELOG_CACHE_DIR"} - {setting}
-        env.update({name: tempfile.mkdtemp() for name in other})
+        env.update({name: str(tmp_path / name) for name in other})
         result = subprocess.run(
             [sys.executable, "-m", "tidelog.cli", "agent", "--kafka-port", "0"],
             capture_output=True,

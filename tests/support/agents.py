@@ -20,14 +20,16 @@ class AgentProcess:
     def __init__(self, dev, *options: str, environ: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115 - lives with the process
+        # Removed on stop, or with this object (a killed agent's staging outlives its process).
+        self.scratch = tempfile.TemporaryDirectory(prefix="tidelog-agent-")
         env = {
             **os.environ,
             "AWS_ENDPOINT_URL": dev.aws_url,
             "AWS_ACCESS_KEY_ID": "test",
             "AWS_SECRET_ACCESS_KEY": "test",
             "AWS_DEFAULT_REGION": "us-east-1",
-            "TIDELOG_STAGING_DIR": tempfile.mkdtemp(prefix="agent-staging-"),
-            "TIDELOG_CACHE_DIR": tempfile.mkdtemp(prefix="agent-cache-"),
+            "TIDELOG_STAGING_DIR": os.path.join(self.scratch.name, "staging"),
+            "TIDELOG_CACHE_DIR": os.path.join(self.scratch.name, "cache"),
             **devserver.FAST_GROUPS,  # the group bounds are each agent's, as each broker's
             **(environ or {}),
         }
@@ -50,6 +52,7 @@ class AgentProcess:
     def stop(self) -> None:
         self.process.send_signal(signal.SIGTERM)
         assert self.process.wait(timeout=15) == 0, output(self.log)
+        self.scratch.cleanup()
 
 
 def output(log) -> str:

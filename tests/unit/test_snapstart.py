@@ -23,8 +23,9 @@ NOWHERE = "http://127.0.0.1:9"  # nothing listens: any AWS call fails
 
 PRIME = """
 import importlib.util, json, os, sys, tempfile
+scratch = tempfile.TemporaryDirectory()  # removed as this process exits
 os.environ.update(
-    TIDELOG_TABLE="t", TIDELOG_BUCKET="b", TIDELOG_STAGING_DIR=tempfile.mkdtemp(),
+    TIDELOG_TABLE="t", TIDELOG_BUCKET="b", TIDELOG_STAGING_DIR=scratch.name,
     AWS_DEFAULT_REGION="us-east-1", AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x",
     AWS_ENDPOINT_URL=os.environ["NOWHERE"],
     TIDELOG_ASSIGNMENT_STATE_MACHINE="arn:aws:states:us-east-1:123456789012:stateMachine:m",

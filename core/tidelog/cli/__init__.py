@@ -115,7 +115,8 @@ def parser() -> argparse.ArgumentParser:
         "--kafka-tls-dir",
         type=Path,
         default=None,
-        help="where --kafka-tls writes its CA and certificates (default a new temporary one)",
+        help="where --kafka-tls writes its CA and certificates (default tidelog dev's own "
+        "temporary directory, removed as it stops)",
     )
     dev.add_argument(
         "--iam-auth",

@@ -48,6 +48,7 @@ class DevServer:
     scheduler: Scheduler
     agent: Agent
     gateway: Gateway
+    scratch: tempfile.TemporaryDirectory[str]  # staging, cache and the CA: in memory's terms
     tls: DevTls | None = None
 
     @property
@@ -61,6 +62,7 @@ class DevServer:
         self.api.server_close()
         self.thread.join(timeout=10)
         self.emulator.stop()
+        self.scratch.cleanup()
 
 
 def start(
@@ -86,11 +88,16 @@ def start(
     faster. A Kafka agent listens on ``kafka_port`` over the same stack. With ``iam_keys``
     (access key id -> secret) the API demands SigV4 signatures by them, as the deployed
     stack's IAM authorization does. With ``kafka_tls_port`` an SSL listener serves there too,
-    its certificate from a local CA made in ``tls_dir`` (else a fresh temporary directory).
+    its certificate from a local CA made in ``tls_dir`` (else in the server's scratch).
     ``template_file`` replaces the packaged template. With ``role_policies`` every function's
     AWS calls, and the agent's, are held to its role's policies (tidelog.local.iam)."""
     malloc.limit_arenas()
-    tls = DevTls.create(host, tls_dir) if kafka_tls_port is not None else None
+    # The stack is in memory and gone on exit, so is what its functions keep on disk.
+    scratch = tempfile.TemporaryDirectory(prefix="tidelog-dev-")
+    where = Path(scratch.name)
+    tls = None
+    if kafka_tls_port is not None:
+        tls = DevTls.create(host, tls_dir or where / "tls")
     emulator = Emulator(host, aws_port)
     emulator.start()
     try:
@@ -98,8 +105,8 @@ def start(
         overrides = {
             "TIDELOG_GROUP_COMMIT": "on" if group_commit else "off",
             "TIDELOG_FLUSH_MS": str(flush_ms),
-            "TIDELOG_STAGING_DIR": tempfile.mkdtemp(prefix="tidelog-staging-"),
-            "TIDELOG_CACHE_DIR": tempfile.mkdtemp(prefix="tidelog-cache-"),
+            "TIDELOG_STAGING_DIR": str(where / "staging"),
+            "TIDELOG_CACHE_DIR": str(where / "cache"),
             # Kafka's default, for quickstarts and test suites; the deployed stack's is off.
             "TIDELOG_AUTO_CREATE_TOPICS": os.environ.get("TIDELOG_AUTO_CREATE_TOPICS", "true"),
             "TIDELOG_LOCAL_IAM": "on" if role_policies else "off",
@@ -128,13 +135,14 @@ def start(
             agent.start()
     except BaseException:
         emulator.stop()
+        scratch.cleanup()
         raise
     thread = threading.Thread(target=api.serve_forever, name="tidelog-api", daemon=True)
     thread.start()
     scheduler = Scheduler.for_runtimes(list(stack.runtimes.values()), speedup=schedule_speedup)
     scheduler.start()
     collector.freeze_startup_objects()
-    return DevServer(emulator, stack, api, thread, scheduler, agent, gateway, tls)
+    return DevServer(emulator, stack, api, thread, scheduler, agent, gateway, scratch, tls)
 
 
 def _with_console(

@@ -3,7 +3,6 @@ for it, and the settings a client needs printed."""
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,9 +28,8 @@ class DevTls:
     client: Issued  # for mTLS: the agent asks for a certificate, and maps it to a principal
 
     @classmethod
-    def create(cls, host: str, directory: Path | None = None) -> DevTls:
-        where = directory or Path(tempfile.mkdtemp(prefix="tidelog-tls-"))
-        ca = LocalCa.create(where)
+    def create(cls, host: str, directory: Path) -> DevTls:
+        ca = LocalCa.create(directory)
         hosts = list(dict.fromkeys([host, "localhost", "127.0.0.1"]))
         return cls(ca, ca.issue_server("agent", hosts), ca.issue_client("client", CLIENT_SUBJECT))
 
