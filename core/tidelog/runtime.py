@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from tidelog import aws
+from tidelog import aws, principals
 from tidelog.log import claims
 from tidelog.log.feed import CommitFeed
 from tidelog.log.topics import Topic, TopicCache, Topics, UnknownTopicError
@@ -27,6 +27,7 @@ from tidelog.log.write.writer import AppendRequest, Writer, recover_staging
 from tidelog.partitioner import DefaultPartitioner
 from tidelog.settings import ConfigurationError, Settings
 from tidelog.storage import MetadataStore, ObjectStore
+from tidelog.storage.shared import SharedGetsStore
 
 if TYPE_CHECKING:
     from tidelog.groups.consumer.coordinator import ConsumerCoordinator
@@ -89,7 +90,9 @@ def metadata_store() -> MetadataStore:
         from tidelog.storage.faults import FaultyMetadataStore  # noqa: PLC0415
 
         store = FaultyMetadataStore(store, plan)
-    return store
+    # Reads made at once go together (a rebalanced group's members all read their offsets
+    # and heads): in tidelog dev only those made in the same role, as the emulator checks.
+    return SharedGetsStore(store, principals.acting_for.get)
 
 
 @_once

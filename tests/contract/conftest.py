@@ -13,14 +13,17 @@ from tidelog.local.stack import aws_client
 from tidelog.storage.dynamodb import DynamoMetadataStore
 from tidelog.storage.memory import MemoryMetadataStore, MemoryObjectStore
 from tidelog.storage.s3 import S3ObjectStore
+from tidelog.storage.shared import SharedGetsStore
 
 _ticks = itertools.count(1_700_000_000_000)
 
 
-@pytest.fixture(params=["memory", "moto", "dynamodb-local"])
+@pytest.fixture(params=["memory", "shared", "moto", "dynamodb-local"])
 def meta(request: pytest.FixtureRequest, template: Any) -> Any:
     if request.param == "memory":
         return MemoryMetadataStore()
+    if request.param == "shared":  # as the runtime wraps every store
+        return SharedGetsStore(MemoryMetadataStore())
     if request.param == "moto":
         client = request.getfixturevalue("dev_client")("dynamodb")
     else:

@@ -89,12 +89,15 @@ def test_the_stores_run_under_a_named_fault_profile_or_none(monkeypatch):
         Settings.from_env({**base, "TIDELOG_FAULTS": "slow"})
     from tidelog import runtime
     from tidelog.storage.faults import AWS_LATENCY, FaultyMetadataStore, FaultyObjectStore
+    from tidelog.storage.shared import SharedGetsStore
 
     for name, value in {**base, "TIDELOG_FAULTS": "aws-latency", "TIDELOG_FAULT_SEED": "7"}.items():
         monkeypatch.setenv(name, value)
     runtime.reset()
     try:
-        meta, objects = runtime.metadata_store(), runtime.object_store()
+        shared, objects = runtime.metadata_store(), runtime.object_store()
+        assert isinstance(shared, SharedGetsStore)  # its reads made at once go together
+        meta = shared.inner
         assert isinstance(meta, FaultyMetadataStore)
         assert isinstance(objects, FaultyObjectStore)
         assert meta.plan is objects.plan  # one seeded source for both

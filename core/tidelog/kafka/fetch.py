@@ -143,9 +143,8 @@ class FetchHandler:
         committed: bool,
         heads: Mapping[tuple[str, int], Head] | None = None,
     ) -> list[Result]:
-        """Each partition's read from the heads given, or from heads read now (one call)."""
-        if len(wanted) == 1 and heads is None:
-            return [self._read_partition(wanted[0], None, committed)]
+        """Each partition's read from the heads given, or from heads read now (one call, shared
+        with the other requests reading heads at once)."""
         if heads is None:
             heads = heads_of((name, partition) for name, partition, _, _ in wanted)
         given = heads
