@@ -30,7 +30,8 @@ def load_classic(meta: MetadataStore, name: str) -> Group:
 
 def load_meta(meta: MetadataStore, name: str) -> Group:
     """The classic group as far as its meta item says: no members, no assignment."""
-    head = meta.get(items.group_pk(name), items.META_SK)
+    key = (items.group_pk(name), items.META_SK)
+    head = meta.get_many([key]).get(key)  # shared with a wave's other reads (storage.shared)
     return _classic(name, [] if head is None else [head])
 
 

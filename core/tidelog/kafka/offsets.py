@@ -14,6 +14,7 @@ from tidelog.groups.model import validate_group_id
 from tidelog.groups.offsets import CommitResult, OffsetCommit
 from tidelog.groups.stored import check_fetch
 from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
+from tidelog.storage.shared import SharedReads
 from tidelog.transactions.offsets import unstable
 
 NO_OFFSET = -1
@@ -22,6 +23,12 @@ NO_OFFSET = -1
 class OffsetHandlers:
     def __init__(self, *, coordinator: Callable[[], Coordinator] = runtime.coordinator) -> None:
         self._coordinator = coordinator
+        # A rebalanced group's members all fetch their offsets at once, each asking (as
+        # librdkafka's read_committed consumers do) which are pending in a transaction: one
+        # query of the group answers all who ask while the one before it is out.
+        self._pending: SharedReads[str, set[tuple[str, int]]] = SharedReads(
+            lambda names: {name: unstable(runtime.metadata_store(), name) for name in names}
+        )
 
     def offset_commit(self, request: Request) -> Answer:
         body = request.body
@@ -117,7 +124,7 @@ class OffsetHandlers:
             if topics is not None:
                 named = [(str(t.name), int(p)) for t in topics for p in items(t.partition_indexes)]
             committed = self._coordinator().committed(validate_group_id(name), named)
-            pending = unstable(runtime.metadata_store(), name) if require_stable else set()
+            pending = self._pending.read([name]).get(name, set()) if require_stable else set()
         except TidelogError as exc:
             return {"topics": [], "error_code": exc.kafka_error.code}
         wanted = sorted(committed) if named is None else named
