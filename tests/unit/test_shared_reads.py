@@ -198,3 +198,42 @@ def test_the_store_shares_only_within_a_lane():
         ("produce", ["a"]),
         ("produce", ["b"]),
     ]
+
+
+def test_only_calls_naming_the_same_kinds_of_key_go_together():
+    """The produce role may read heads (``log#...``) and transactional ids (``txn#...``), but
+    not in one call: its policy's LeadingKeys conditions hold for every key of a call."""
+    inner = MemoryMetadataStore()
+    for pk in ("log#t-0", "log#t-1", "txn#x"):
+        inner.write(Put({"pk": pk, "sk": "s"}))
+    calls: list[list[str]] = []
+    release = threading.Event()
+    real = inner.get_many
+
+    def get_many(keys):
+        calls.append(sorted(pk for pk, _ in keys))
+        assert release.wait(10)
+        return real(keys)
+
+    inner.get_many = get_many  # type: ignore[method-assign]
+    store = SharedGetsStore(inner)
+    callers = [_in_thread(store.get_many, [("log#t-0", "s")])]
+    _until(lambda: len(calls) == 1)
+    callers.append(_in_thread(store.get_many, [("txn#x", "s")]))
+    _until(lambda: len(calls) == 2)  # out at once: another kind, another lane
+    callers += [
+        _in_thread(store.get_many, keys)
+        for keys in ([("log#t-1", "s")], [("log#t-0", "s"), ("txn#x", "s")], [("txn#x", "s")])
+    ]
+    time.sleep(0.05)
+    release.set()
+    for thread, out in callers:
+        thread.join(10)
+        assert "error" not in out
+    assert sorted(calls) == [
+        ["log#t-0"],
+        ["log#t-0", "txn#x"],  # both kinds: its own lane, as it asked
+        ["log#t-1"],
+        ["txn#x"],
+        ["txn#x"],
+    ]

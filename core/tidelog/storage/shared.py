@@ -82,7 +82,11 @@ def _answer(joined: _Round[K, V], wanted: set[K]) -> dict[K, V]:
 class SharedGetsStore:
     """``inner`` with each ``get_many`` shared (SharedReads) by the callers in the same lane:
     ``lane()`` names whose reads may be made together (in `tidelog dev` the functions share a
-    process, each in its own role, and the emulator checks each call's role)."""
+    process, each in its own role, and the emulator checks each call's role), and only calls
+    whose keys are of the same kinds (what their partition keys start with, up to a ``#``) go
+    together. A role's policy may allow kinds only in calls of their own (a function's
+    ``dynamodb:LeadingKeys`` conditions hold for every key of a call): a call made of calls
+    that each named the same kinds is allowed wherever each of them was."""
 
     def __init__(self, inner: MetadataStore, lane: Callable[[], Hashable] = lambda: None) -> None:
         self.inner = inner
@@ -94,7 +98,7 @@ class SharedGetsStore:
         return self.inner.get(pk, sk)
 
     def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Item]:
-        lane = self._lane()
+        lane = (self._lane(), frozenset(pk.split("#", 1)[0] for pk, _ in keys))
         with self._lock:
             shared = self._lanes.get(lane)
             if shared is None:
