@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import os
 import socket
 import threading
 import time
@@ -137,3 +138,21 @@ def test_stopping_waits_for_requests_in_flight_before_closing_the_loop(monkeypat
     assert at_close  # closed, and never with a request still in the app
     assert set(at_close) == {0}
     assert failures == []
+
+
+def test_stop_writes_to_its_trigger_before_the_loop_can_close_it(monkeypatch):
+    """The loop, already woken (a finished task's pull), ran the stop's queued close before the
+    stop's own write to the trigger, which then failed on the closed pipe: EBADF, once in a
+    full run."""
+    served = Server(echo_length, "127.0.0.1", 0, name="test-serving")
+    trigger = served._server.trigger
+    write = trigger._physical_pull
+
+    def woken_first():
+        os.write(trigger.trigger, b"x")  # a task's wake-up, already on its way
+        time.sleep(0.2)  # the loop reads it meanwhile
+        write()
+
+    monkeypatch.setattr(trigger, "_physical_pull", woken_first)
+    served.stop()
+    assert trigger._closed

@@ -84,5 +84,12 @@ class Server:
                     dispatcher.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
                 dispatcher.close()
 
-        self._server.trigger.pull_trigger(close_all)
+        # The loop may already be awake (a finished task's pull): were the thunk queued before
+        # the write, it could run close_all, closing the trigger, before the write, which then
+        # fails (or lands in a file descriptor reused since). The loop takes the trigger's
+        # lock to run its thunks, so queueing and writing under it keeps them in order.
+        trigger = self._server.trigger
+        with trigger.lock:
+            trigger.thunks.append(close_all)
+            trigger._physical_pull()
         self._thread.join(timeout=10)
