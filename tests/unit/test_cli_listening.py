@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ssl
 import stat
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,8 @@ def test_the_environment_sets_the_authorizer_as_the_stack_does(monkeypatch):
 
 
 def test_a_certificate_given_as_pem_text_is_served_from_private_files(monkeypatch, tmp_path):
-    issued = LocalCa.create(tmp_path).issue_server("agent", ["127.0.0.1"])
+    issued = LocalCa.create(tmp_path / "ca").issue_server("agent", ["127.0.0.1"])
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the files go, not /tmp
     monkeypatch.setenv("TIDELOG_SSL_CERT_PEM", Path(issued.certfile).read_text())
     monkeypatch.setenv("TIDELOG_SSL_KEY_PEM", Path(issued.keyfile).read_text())
     config = listening.tls_config(_agent_args())
@@ -47,6 +49,7 @@ def test_a_certificate_given_as_pem_text_is_served_from_private_files(monkeypatc
     for path in (config.certfile, config.keyfile):
         assert stat.S_IMODE(Path(path).stat().st_mode) == 0o600
     assert stat.S_IMODE(Path(config.keyfile).parent.stat().st_mode) == 0o700
+    assert Path(config.keyfile).parent.parent == tmp_path
     assert isinstance(ServerTls(config).context, ssl.SSLContext)
 
 
