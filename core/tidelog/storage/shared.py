@@ -14,10 +14,10 @@ acknowledged is never shown an item from before it). A caller alone reads at onc
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Generic, TypeVar
 
-from tidelog.storage.metadata import Delete, Item, MetadataStore, Put, Write
+from tidelog.storage.metadata import Item, MetadataStore
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -90,12 +90,12 @@ class SharedGetsStore:
 
     def __init__(self, inner: MetadataStore, lane: Callable[[], Hashable] = lambda: None) -> None:
         self.inner = inner
+        # All but get_many are the inner store's own.
+        self.get, self.query = inner.get, inner.query
+        self.write, self.transact = inner.write, inner.transact
         self._lane = lane
         self._lanes: dict[Hashable, SharedReads[tuple[str, str], Item]] = {}
         self._lock = threading.Lock()
-
-    def get(self, pk: str, sk: str) -> Item | None:
-        return self.inner.get(pk, sk)
 
     def get_many(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Item]:
         lane = (self._lane(), frozenset(pk.split("#", 1)[0] for pk, _ in keys))
@@ -104,21 +104,3 @@ class SharedGetsStore:
             if shared is None:
                 shared = self._lanes[lane] = SharedReads(self.inner.get_many)
         return shared.read(keys)
-
-    def query(
-        self,
-        pk: str,
-        *,
-        lo: str | None = None,
-        hi: str | None = None,
-        prefix: str | None = None,
-        descending: bool = False,
-        limit: int | None = None,
-    ) -> Iterator[Item]:
-        return self.inner.query(pk, lo=lo, hi=hi, prefix=prefix, descending=descending, limit=limit)
-
-    def write(self, op: Put | Delete) -> None:
-        self.inner.write(op)
-
-    def transact(self, ops: Sequence[Write]) -> None:
-        self.inner.transact(ops)
