@@ -26,8 +26,9 @@ from kio.serial._introspect import (
     is_optional,
 )
 
+Data = bytes | memoryview  # a frame: bytes, or a read-only view of the buffer it was read into
 # Reads one value at pos within buf[:end] and answers where the next begins.
-Step = Callable[[bytes, int, int], int]
+Step = Callable[[Data, int, int], int]
 
 _FIXED = {
     "bool": 1,
@@ -52,13 +53,13 @@ class Malformed(ValueError):
     """Bytes that cannot be the request they claim to be."""
 
 
-def check(schema: Any, buf: bytes, pos: int) -> int:
+def check(schema: Any, buf: Data, pos: int) -> int:
     """Where the flexible request body at ``pos`` ends; Malformed if it announces a length
     past the end of ``buf``."""
     return _entity(schema)(buf, pos, len(buf))
 
 
-def _uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+def _uvarint(buf: Data, pos: int, end: int) -> tuple[int, int]:
     value = shift = 0
     while shift <= 28:  # an unsigned 32-bit varint has at most five bytes
         if pos >= end:
@@ -78,7 +79,7 @@ def _advance(pos: int, size: int, end: int) -> int:
     return pos + size
 
 
-def _count(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+def _count(buf: Data, pos: int, end: int) -> tuple[int, int]:
     """A compact array's element count (null and empty alike as 0), held to the bytes left."""
     length, pos = _uvarint(buf, pos, end)
     count = max(length - 1, 0)
@@ -91,13 +92,13 @@ def _fixed(size: int) -> Step:
     return lambda buf, pos, end: _advance(pos, size, end)
 
 
-def _sized(buf: bytes, pos: int, end: int) -> int:
+def _sized(buf: Data, pos: int, end: int) -> int:
     length, pos = _uvarint(buf, pos, end)
     return _advance(pos, max(length - 1, 0), end)
 
 
 def _array_of_fixed(size: int) -> Step:
-    def step(buf: bytes, pos: int, end: int) -> int:
+    def step(buf: Data, pos: int, end: int) -> int:
         count, pos = _count(buf, pos, end)
         return _advance(pos, count * size, end)
 
@@ -105,7 +106,7 @@ def _array_of_fixed(size: int) -> Step:
 
 
 def _array_of(item: Step) -> Step:
-    def step(buf: bytes, pos: int, end: int) -> int:
+    def step(buf: Data, pos: int, end: int) -> int:
         count, pos = _count(buf, pos, end)
         for _ in range(count):
             pos = item(buf, pos, end)
@@ -115,7 +116,7 @@ def _array_of(item: Step) -> Step:
 
 
 def _nullable(entity: Step) -> Step:
-    def step(buf: bytes, pos: int, end: int) -> int:
+    def step(buf: Data, pos: int, end: int) -> int:
         marker = _advance(pos, 1, end)
         return pos + 1 if buf[pos] == 0xFF else entity(buf, marker, end)
 
@@ -166,7 +167,7 @@ def _entity(entity_type: Any) -> Step:  # a kio entity class
     if run:
         steps.append(_fixed(run))
 
-    def step(buf: bytes, pos: int, end: int) -> int:
+    def step(buf: Data, pos: int, end: int) -> int:
         for each in steps:
             pos = each(buf, pos, end)
         return _tags(buf, pos, end, tagged)
@@ -174,7 +175,7 @@ def _entity(entity_type: Any) -> Step:  # a kio entity class
     return step
 
 
-def _tags(buf: bytes, pos: int, end: int, tagged: dict[int, Step]) -> int:
+def _tags(buf: Data, pos: int, end: int, tagged: dict[int, Step]) -> int:
     count, pos = _uvarint(buf, pos, end)  # a plain count: tagged fields have no null
     if count > end - pos:
         raise Malformed(f"{count} tagged fields in {end - pos} bytes")

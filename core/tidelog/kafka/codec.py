@@ -69,7 +69,7 @@ class Request:
     gone: threading.Event | None = None
 
 
-def frame_size(prefix: bytes) -> int:
+def frame_size(prefix: bytes | memoryview) -> int:
     """The size a frame's 4-byte prefix announces; FrameError past the limit or below zero."""
     size: int = struct.unpack(">i", prefix)[0]
     if size < _HEADER_PREFIX.size or size > MAX_FRAME_BYTES:
@@ -77,7 +77,7 @@ def frame_size(prefix: bytes) -> int:
     return size
 
 
-def peek_header(frame: bytes) -> tuple[int, int, int]:
+def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
     """API key, version and correlation id: readable in every version of every request."""
     if len(frame) < _HEADER_PREFIX.size:
         raise FrameError("a frame shorter than a request header")
@@ -85,14 +85,15 @@ def peek_header(frame: bytes) -> tuple[int, int, int]:
     return key, version, correlation
 
 
-def decode_request(frame: bytes) -> Request:
+def decode_request(frame: bytes | memoryview) -> Request:
     """One request frame (its size prefix removed) as a Request.
 
     UnsupportedVersionError for an API or version outside API_VERSIONS; FrameError for bytes
     that do not parse as the request they claim to be. Bytes after the request are ignored, as
     Kafka's brokers ignore them: librdkafka's Metadata for all topics (v9+) leaves three.
     """
-    frame = bytes(frame)  # kio reads read-only buffers only (a no-op for bytes)
+    if not (isinstance(frame, bytes) or (isinstance(frame, memoryview) and frame.readonly)):
+        frame = bytes(frame)  # kio reads read-only buffers only
     key, version, correlation = peek_header(frame)
     supported = API_VERSIONS.get(key)  # type: ignore[call-overload]
     if supported is None or not supported[0] <= version <= supported[1]:

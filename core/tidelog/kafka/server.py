@@ -35,8 +35,8 @@ from tidelog.kafka.codec import (
     encode_response,
     encode_response_as,
     field,
-    frame_size,
 )
+from tidelog.kafka.framing import Frame, FramedConnection
 from tidelog.kafka.handlers import Handlers, api_versions_answer
 from tidelog.kafka.listeners import PLAINTEXT
 from tidelog.kafka.principals import ANONYMOUS, PrincipalMappingError
@@ -81,7 +81,7 @@ class KafkaServer:
         # generation, and start the next (threads start when needed).
         self._waiting_pool = ContextPool(waiters, thread_name_prefix="tidelog-wait")
         self._server: asyncio.Server | None = None
-        self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
+        self._connections: dict[asyncio.Task[None], FramedConnection] = {}
         self._requests: set[asyncio.Task[bytes | None]] = set()  # answers being made
 
     async def start(self, host: str, port: int) -> int:
@@ -92,8 +92,8 @@ class KafkaServer:
 
     async def bind(self, host: str, port: int) -> int:
         """Bind ``host:port`` without accepting yet: the port listened on."""
-        self._server = await asyncio.start_server(
-            self._serve,
+        self._server = await asyncio.get_running_loop().create_server(
+            lambda: FramedConnection(self._serve),
             host,
             port,
             start_serving=False,
@@ -120,8 +120,8 @@ class KafkaServer:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
-        for writer in self._connections.values():
-            writer.close()  # each connection's read ends, and its loop with it
+        for connection in self._connections.values():
+            connection.close()  # each connection's read ends, and its loop with it
         await asyncio.gather(*self._connections, return_exceptions=True)
         for request in self._requests:
             request.cancel()  # answers nobody will read: a closed connection's
@@ -129,15 +129,15 @@ class KafkaServer:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._waiting_pool.shutdown(wait=False, cancel_futures=True)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(self, connection: FramedConnection) -> None:
         task = asyncio.current_task()
         assert task is not None
-        principal = self._principal(writer)
+        principal = self._principal(connection)
         if principal is None:
-            writer.close()
+            connection.close()
             return
-        self._connections[task] = writer
-        peer = writer.get_extra_info("peername")
+        self._connections[task] = connection
+        peer = connection.get_extra_info("peername")
         host = f"/{peer[0]}" if isinstance(peer, tuple) else ""
         auth = (
             Authenticator(self._sasl, encrypted=self._tls is not None)
@@ -146,16 +146,12 @@ class KafkaServer:
         )
         who = _Who(host, self.listener, principal, auth)
         answers: asyncio.Queue[_Pending | None] = asyncio.Queue(MAX_IN_FLIGHT)
-        responder = asyncio.create_task(self._respond(answers, writer))
+        responder = asyncio.create_task(self._respond(answers, connection))
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         turn.set_result(None)  # the first request may start at once
         gone = threading.Event()
         try:
-            while True:
-                try:
-                    frame = await reader.readexactly(frame_size(await reader.readexactly(4)))
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    break
+            while (frame := await connection.read_frame()) is not None:
                 pending, turn = self._answer(frame, who, gone, turn)
                 await answers.put(pending)
                 if pending.closes:
@@ -166,17 +162,16 @@ class KafkaServer:
             gone.set()  # what it asked and has not committed need not be (see Handlers.produce)
             await answers.put(None)  # the responder drains the queue whatever happened
             await responder
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            connection.close()
+            await connection.wait_closed()
             self._connections.pop(task, None)
 
-    def _principal(self, writer: asyncio.StreamWriter) -> str | None:
+    def _principal(self, connection: FramedConnection) -> str | None:
         """Who the connection is: its client certificate's principal over TLS, else
         ANONYMOUS; None when its certificate maps to no principal (the connection closes)."""
         if self._tls is None:
             return ANONYMOUS
-        ssl_object = writer.get_extra_info("ssl_object")
+        ssl_object = connection.get_extra_info("ssl_object")
         peer = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
         try:
             return self._tls.principal(peer)
@@ -185,13 +180,13 @@ class KafkaServer:
             return None
 
     def _answer(
-        self, frame: bytes, who: _Who, gone: threading.Event, turn: asyncio.Future[None]
+        self, frame: Frame, who: _Who, gone: threading.Event, turn: asyncio.Future[None]
     ) -> tuple[_Pending, asyncio.Future[None]]:
         """The request's answer to come, and the turn of the request after it: done once this
         one has taken effect. A request that is answered here takes no turn."""
         loop = asyncio.get_running_loop()
         if who.auth is not None and who.auth.raw and not who.auth.authenticated:
-            return self._bare_token(frame, who.auth, turn, loop)
+            return self._bare_token(bytes(frame), who.auth, turn, loop)
         try:
             request = dataclasses.replace(
                 decode_request(frame),
@@ -317,7 +312,7 @@ class KafkaServer:
 
     @staticmethod
     async def _respond(
-        answers: asyncio.Queue[_Pending | None], writer: asyncio.StreamWriter
+        answers: asyncio.Queue[_Pending | None], connection: FramedConnection
     ) -> None:
         """Write the answers in order until the connection must close; after that, keep
         taking them from the queue unanswered, so the reading side never waits on it."""
@@ -338,14 +333,14 @@ class KafkaServer:
                 frame, closes = None, True  # a handler failed: Kafka closes the connection too
             if frame is not None and not closes:
                 try:
-                    writer.write(frame)
-                    await writer.drain()
+                    connection.write(frame)
+                    await connection.drain()
                 except ConnectionError:
                     closes = True  # the client went away
             if not (closes or pending.then_close):
                 continue
             writing = False
-            writer.close()  # the reading side sees the end and stops
+            connection.close()  # the reading side sees the end and stops
 
 
 def _outcome_read(future: asyncio.Future[bytes | None]) -> None:
