@@ -17,7 +17,7 @@ from tidelog.records import (
     with_partition_leader_epoch,
 )
 from tidelog.records.crc import crc32c
-from tidelog.records.varint import decode_varint, decode_varlong, encode_varint
+from tidelog.records.varint import decode_varint, decode_varlong, encode_varint, zigzag
 
 BYTES = st.one_of(st.none(), st.binary(max_size=300))
 HEADERS = st.lists(st.tuples(st.text(max_size=20), BYTES), max_size=4)
@@ -120,6 +120,81 @@ def test_batches_decoded_where_they_lie_read_as_copies_do(batches, data):
 
     in_place = list(iter_batches(b"".join(raws)))[target]
     assert verdict(in_place) == verdict(RecordBatch(bytes(raw)))
+
+
+@settings(max_examples=400)
+@given(
+    st.lists(st.tuples(BYTES, BYTES, HEADERS, st.integers(-5, 2**41)), min_size=1, max_size=30),
+    CODECS,
+    st.sampled_from(["create", "log_append"]),
+    st.data(),
+)
+def test_a_summary_gives_validations_verdict(records, codec, timestamp_type, data):
+    """summary() walks the records without decoding them: on any bytes, built or mangled
+    (with the CRC made right again), it passes where validate() passes, with the same count,
+    timestamps and null keys, and fails where it fails, with the same error."""
+    raw = bytearray(build(records, codec, timestamp_type=timestamp_type))
+    # Where a mangled byte tells most: a field of a record, the count, lastOffsetDelta.
+    fields = [*_field_starts(raw), 26, 60] if codec == "none" else []
+    for _ in range(data.draw(st.integers(0, 3))):
+        if fields and data.draw(st.integers(0, 3)):
+            index = data.draw(st.sampled_from(fields))
+            raw[index] = zigzag(data.draw(st.integers(-3, 63)))  # a one-byte varint
+        else:
+            index = data.draw(st.integers(21, len(raw) - 1))
+            raw[index] = data.draw(st.integers(0, 255))
+    struct.pack_into(">I", raw, 17, crc32c(memoryview(raw)[21:]))
+    batch = RecordBatch(bytes(raw))
+    assert _summarized(batch) == _validated(batch)
+
+
+def test_a_summary_gives_validations_verdict_whatever_one_field_says():
+    """Every field of every record, and the batch's count and lastOffsetDelta, set in turn
+    to every one-byte varint from -3 to 63 (null, negative, short, long, out of order)."""
+    records = [(b"k", b"value", [("h", b"v")], 7), (None, b"", [], 5), (b"key", None, [], 9)]
+    raw = build(records, "none")
+    for index in [*_field_starts(raw), 26, 60]:
+        for value in range(-3, 64):
+            mangled = bytearray(raw)
+            mangled[index] = zigzag(value)
+            struct.pack_into(">I", mangled, 17, crc32c(memoryview(mangled)[21:]))
+            batch = RecordBatch(bytes(mangled))
+            assert _summarized(batch) == _validated(batch), (index, value)
+
+
+def _validated(batch):
+    try:
+        decoded = batch.validate()
+    except TidelogError as exc:
+        return type(exc), str(exc)
+    timestamps = [r.timestamp for r in decoded] or [0]
+    keyless = any(r.key is None for r in decoded)
+    return len(decoded), min(timestamps), max(timestamps), keyless
+
+
+def _summarized(batch):
+    try:
+        summary = batch.summary()
+    except TidelogError as exc:
+        return type(exc), str(exc)
+    return tuple(summary)
+
+
+def _field_starts(raw):
+    """Where each varint of each record of an uncompressed batch begins."""
+    pos, starts = 61, []
+    while pos < len(raw):
+        length, body = decode_varint(raw, pos)
+        timestamp = body + 1  # after the attributes
+        _, offset = decode_varlong(raw, timestamp)
+        _, key = decode_varint(raw, offset)
+        size, after_key = decode_varint(raw, key)
+        value = after_key + max(size, 0)
+        size, after_value = decode_varint(raw, value)
+        headers = after_value + max(size, 0)
+        starts += [pos, timestamp, offset, key, value, headers]
+        pos = body + length
+    return starts
 
 
 @given(st.integers(-(2**63), 2**63 - 1))

@@ -25,6 +25,7 @@ from tidelog.records import (
 )
 from tidelog.records.batch import control_record_bytes, increment_sequence
 from tidelog.records.crc import crc32c
+from tidelog.records.varint import encode_varint
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 KAFKA_PYTHON_CODEC = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -272,6 +273,54 @@ def test_records_must_be_in_offset_order():
     raw = bytearray(builder.build())
     struct.pack_into(">i", raw, 23, 0)  # lastOffsetDelta 0, but the second record says 1
     with pytest.raises(CorruptRecordError, match="out of order"):
+        RecordBatch(recrc(raw)).validate()
+
+
+def hand_made(records, last_offset_delta=None):
+    """A batch around records written out by hand: (offsetDelta, fields after it, padding)
+    each, the record's length counting the padding too; header, count and CRC made right."""
+    body = b""
+    for offset_delta, fields, padding in records:
+        record = b"\x00" + encode_varint(0) + encode_varint(offset_delta) + fields + padding
+        body += encode_varint(len(record)) + record
+    raw = bytearray(valid_batch(count=1)[:61] + body)
+    struct.pack_into(">i", raw, 8, len(raw) - 12)
+    last = len(records) - 1 if last_offset_delta is None else last_offset_delta
+    struct.pack_into(">i", raw, 23, last)
+    struct.pack_into(">i", raw, 57, len(records))
+    return recrc(raw)
+
+
+KEY_VALUE = encode_varint(1) + b"k" + encode_varint(1) + b"v" + encode_varint(0)  # no headers
+
+
+@pytest.mark.parametrize(
+    ("records", "message"),
+    [
+        ([(0, KEY_VALUE, b"")], None),
+        ([(0, KEY_VALUE, b"\x00")], "record ends at byte 70 but its length says 71"),
+        ([(0, KEY_VALUE[:-1], b"")], "past the end"),
+        ([(0, encode_varint(-2) + KEY_VALUE[2:], b"")], "negative key length -2"),
+        ([(0, KEY_VALUE[:2] + encode_varint(-2) + b"v\x00", b"")], "negative value length -2"),
+        ([(0, KEY_VALUE, b""), (0, KEY_VALUE, b""), (5, KEY_VALUE, b"")], "delta 0 out of order"),
+    ],
+)
+def test_each_record_is_read_to_exactly_its_length(records, message):
+    # DefaultRecord.readFrom: "Invalid record size: expected to read N bytes in record payload"
+    batch = RecordBatch(hand_made(records))
+    if message is None:
+        assert [(r.key, r.value) for r in batch.validate()] == [(b"k", b"v")]
+        return
+    with pytest.raises(CorruptRecordError, match=message):
+        batch.validate()
+    with pytest.raises(CorruptRecordError, match=message):
+        batch.summary()
+
+
+def test_a_record_longer_than_what_is_left_of_the_batch_is_refused():
+    raw = bytearray(hand_made([(0, KEY_VALUE, b"")]))
+    raw[61] = encode_varint(40)[0]  # the record's length: far past the batch's end
+    with pytest.raises(CorruptRecordError, match="record length 40 at byte 62 is impossible"):
         RecordBatch(recrc(raw)).validate()
 
 

@@ -9,11 +9,7 @@ Public API::
     Record(offset, timestamp, key, value, headers)
 """
 
-from tidelog.records.batch import (
-    ControlRecord,
-    Record,
-    RecordBatch,
-)
+from tidelog.records.batch import ControlRecord, RecordBatch
 from tidelog.records.builder import RecordBatchBuilder
 from tidelog.records.edits import (
     with_base_offset,
@@ -28,6 +24,7 @@ from tidelog.records.errors import (
 )
 from tidelog.records.legacy import LegacyBatch
 from tidelog.records.reader import BatchReader, iter_batches
+from tidelog.records.walk import Record
 
 __all__ = [
     "BatchReader",

@@ -38,12 +38,8 @@ from typing import NamedTuple
 from tidelog.records import compression as codecs
 from tidelog.records.crc import crc32c
 from tidelog.records.errors import CorruptRecordError, InvalidRecordError
-from tidelog.records.varint import (
-    INT32_MAX,
-    ZIGZAG_BYTE,
-    decode_varint,
-    decode_varlong,
-)
+from tidelog.records.varint import INT32_MAX
+from tidelog.records.walk import Record, Walk, walk_records
 
 HEADER = struct.Struct(
     ">q"  # baseOffset
@@ -85,12 +81,13 @@ NO_TIMESTAMP = -1
 TIMESTAMP_TYPES = ("create", "log_append")
 
 
-class Record(NamedTuple):
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...] = ()
+class RecordsSummary(NamedTuple):
+    """A batch's records as produce validation needs them (:meth:`RecordBatch.summary`)."""
+
+    records: int
+    min_timestamp: int  # with LogAppendTime, the batch's maxTimestamp, as its records read
+    max_timestamp: int
+    keyless: bool  # a record's key is null
 
 
 class ControlRecord(NamedTuple):
@@ -235,6 +232,41 @@ class RecordBatch:
         """Everything: CRC, compression, every record's framing and varints, the record count,
         offsets increasing within lastOffsetDelta. Raises CorruptRecordError if anything is off;
         returns the records it decoded on the way."""
+        records: list[Record] = []
+        self._walk(records, decompressed_limit)
+        return records
+
+    def summary(
+        self, *, decompressed_limit: int = codecs.DEFAULT_DECOMPRESSED_LIMIT
+    ) -> RecordsSummary:
+        """What :meth:`validate` checks, raising what it raises, with the records summed up
+        instead of decoded: what produce validation asks of them (tidelog.records.walk)."""
+        walk = self._walk(None, decompressed_limit)
+        if not self.record_count:
+            low = high = 0
+        elif self.attributes & TIMESTAMP_TYPE_BIT:
+            low = high = self.max_timestamp
+        else:
+            low, high = self.base_timestamp + walk.low, self.base_timestamp + walk.high
+        return RecordsSummary(self.record_count, low, high, walk.keyless)
+
+    def records(
+        self, *, decompressed_limit: int = codecs.DEFAULT_DECOMPRESSED_LIMIT
+    ) -> list[Record]:
+        """The records, offsets absolute. With LogAppendTime every record carries the batch's
+        maxTimestamp, as Kafka's readers do."""
+        data, start, end = self._records_section(decompressed_limit)
+        return decode_records(
+            data,
+            self.record_count,
+            self.base_offset,
+            self.base_timestamp,
+            self._log_append_time(),
+            start=start,
+            end=end,
+        )
+
+    def _walk(self, into: list[Record] | None, decompressed_limit: int) -> Walk:
         if self.computed_crc() != self.crc:
             raise CorruptRecordError(
                 f"batch at offset {self.base_offset}: CRC {self.computed_crc():#010x} "
@@ -244,42 +276,36 @@ class RecordBatch:
             raise CorruptRecordError(f"negative record count {self.record_count}")
         if self.attributes & ~0x7F:
             raise InvalidRecordError(f"unknown attribute bits in {self.attributes:#06x}")
-        records = self.records(decompressed_limit=decompressed_limit)
-        previous = -1
-        for record in records:
-            delta = record.offset - self.base_offset
-            if delta <= previous or delta > self.last_offset_delta:
-                raise CorruptRecordError(
-                    f"record offset delta {delta} out of order (after {previous}, "
-                    f"last {self.last_offset_delta})"
-                )
-            previous = delta
-        return records
+        data, start, end = self._records_section(decompressed_limit)
+        walk = walk_records(
+            data,
+            self.record_count,
+            start,
+            end,
+            into=into,
+            base_offset=self.base_offset,
+            base_timestamp=self.base_timestamp,
+            log_append_time=self._log_append_time(),
+            last_offset_delta=self.last_offset_delta,
+        )
+        if walk.disorder is not None:
+            raise walk.disorder
+        return walk
 
-    def records(
-        self, *, decompressed_limit: int = codecs.DEFAULT_DECOMPRESSED_LIMIT
-    ) -> list[Record]:
-        """The records, offsets absolute. With LogAppendTime every record carries the batch's
-        maxTimestamp, as Kafka's readers do."""
+    def _log_append_time(self) -> int | None:
+        return self.max_timestamp if self.attributes & TIMESTAMP_TYPE_BIT else None
+
+    def _records_section(self, decompressed_limit: int) -> tuple[bytes, int, int]:
+        """The records' bytes, decompressed, and where in them they start and end: the
+        batch's own buffer when it is uncompressed ``bytes`` (no copy)."""
         start, end = self._pos + HEADER_SIZE, self._pos + self.size_in_bytes
-        log_append = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_BIT else None
         codec = self.attributes & COMPRESSION_MASK
-        if not codec and type(self._buf) is bytes:  # decoded where it lies: no copy
-            return decode_records(
-                self._buf,
-                self.record_count,
-                self.base_offset,
-                self.base_timestamp,
-                log_append,
-                start=start,
-                end=end,
-            )
+        if not codec and type(self._buf) is bytes:
+            return self._buf, start, end
         body = bytes(memoryview(self._buf)[start:end])
         if codec:
             body = codecs.decompress(codecs.codec_name(codec), body, decompressed_limit)
-        return decode_records(
-            body, self.record_count, self.base_offset, self.base_timestamp, log_append
-        )
+        return body, 0, len(body)
 
     def control_record(self) -> ControlRecord:
         """The marker a control batch holds."""
@@ -295,7 +321,7 @@ class RecordBatch:
         )
 
 
-def decode_records(  # noqa: PLR0912, PLR0915 - the hot loop, inlined on purpose
+def decode_records(
     data: bytes,
     count: int,
     base_offset: int,
@@ -305,154 +331,20 @@ def decode_records(  # noqa: PLR0912, PLR0915 - the hot loop, inlined on purpose
     start: int = 0,
     end: int | None = None,
 ) -> list[Record]:
-    """``count`` records from ``data[start:end]`` (decompressed), which they must fill exactly.
-
-    The hot loop of every consumer, written for speed: varints of one and two bytes (lengths up
-    to 8 KiB, small deltas: nearly all of them) are decoded inline, the two-byte form only when
-    minimal; anything else, and every error path, goes through :func:`decode_varint`.
-    """
-    zz = ZIGZAG_BYTE
-    new_record = Record._make
+    """``count`` records from ``data[start:end]`` (decompressed), which they must fill exactly
+    (:func:`~tidelog.records.walk.walk_records`)."""
     out: list[Record] = []
-    append = out.append
-    if end is None:
-        end = len(data)
-    pos = start
-    try:
-        for _ in range(count):
-            # length
-            b = data[pos]
-            if b < 0x80:
-                length = zz[b]
-                pos += 1
-            elif 0 < data[pos + 1] < 0x80:
-                z = (b & 0x7F) | (data[pos + 1] << 7)
-                length = (z >> 1) ^ -(z & 1)
-                pos += 2
-            else:
-                length, pos = decode_varint(data, pos)
-            record_end = pos + length
-            if length < 6 or record_end > end:
-                raise CorruptRecordError(f"record length {length} at byte {pos} is impossible")
-            pos += 1  # attributes: unused
-            # timestampDelta
-            b = data[pos]
-            if b < 0x80:
-                timestamp_delta = zz[b]
-                pos += 1
-            elif 0 < data[pos + 1] < 0x80:
-                z = (b & 0x7F) | (data[pos + 1] << 7)
-                timestamp_delta = (z >> 1) ^ -(z & 1)
-                pos += 2
-            else:
-                timestamp_delta, pos = decode_varlong(data, pos)
-            # offsetDelta
-            b = data[pos]
-            if b < 0x80:
-                offset_delta = zz[b]
-                pos += 1
-            elif 0 < data[pos + 1] < 0x80:
-                z = (b & 0x7F) | (data[pos + 1] << 7)
-                offset_delta = (z >> 1) ^ -(z & 1)
-                pos += 2
-            else:
-                offset_delta, pos = decode_varint(data, pos)
-            # key
-            b = data[pos]
-            if b < 0x80:
-                size = zz[b]
-                pos += 1
-            elif 0 < data[pos + 1] < 0x80:
-                z = (b & 0x7F) | (data[pos + 1] << 7)
-                size = (z >> 1) ^ -(z & 1)
-                pos += 2
-            else:
-                size, pos = decode_varint(data, pos)
-            if size >= 0:
-                key: bytes | None = data[pos : pos + size]
-                pos += size
-            elif size == -1:
-                key = None
-            else:
-                raise CorruptRecordError(f"negative key length {size}")
-            # value
-            b = data[pos]
-            if b < 0x80:
-                size = zz[b]
-                pos += 1
-            elif 0 < data[pos + 1] < 0x80:
-                z = (b & 0x7F) | (data[pos + 1] << 7)
-                size = (z >> 1) ^ -(z & 1)
-                pos += 2
-            else:
-                size, pos = decode_varint(data, pos)
-            if size >= 0:
-                value: bytes | None = data[pos : pos + size]
-                pos += size
-            elif size == -1:
-                value = None
-            else:
-                raise CorruptRecordError(f"negative value length {size}")
-            # headers
-            if data[pos] == 0:
-                headers: tuple[tuple[str, bytes | None], ...] = ()
-                pos += 1
-            else:
-                headers, pos = _decode_headers(data, pos)
-            if pos != record_end:
-                raise CorruptRecordError(
-                    f"record ends at byte {pos} but its length says {record_end}"
-                )
-            append(
-                new_record(
-                    (
-                        base_offset + offset_delta,
-                        base_timestamp + timestamp_delta
-                        if log_append_time is None
-                        else log_append_time,
-                        key,
-                        value,
-                        headers,
-                    )
-                )
-            )
-    except IndexError as exc:
-        raise CorruptRecordError("records run past the end of the batch") from exc
-    if pos != end:
-        raise CorruptRecordError(
-            f"batch holds {end - pos} bytes after its {count} records: the count is wrong"
-        )
+    walk_records(
+        data,
+        count,
+        start,
+        len(data) if end is None else end,
+        into=out,
+        base_offset=base_offset,
+        base_timestamp=base_timestamp,
+        log_append_time=log_append_time,
+    )
     return out
-
-
-def _decode_headers(data: bytes, pos: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
-    count, pos = decode_varint(data, pos)
-    if count < 0:
-        raise CorruptRecordError(f"negative header count {count}")
-    headers = []
-    for _ in range(count):
-        size, pos = decode_varint(data, pos)
-        if size < 0:
-            raise CorruptRecordError("a header key may not be null")
-        if pos + size > len(data):
-            raise CorruptRecordError("header key runs past the end of the record")
-        try:
-            name = data[pos : pos + size].decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise CorruptRecordError("header key is not UTF-8") from exc
-        pos += size
-        size, pos = decode_varint(data, pos)
-        if size >= 0:
-            if pos + size > len(data):
-                raise CorruptRecordError("header value runs past the end of the record")
-            value: bytes | None = data[pos : pos + size]
-            pos += size
-        elif size == -1:
-            value = None
-        else:
-            raise CorruptRecordError(f"negative header value length {size}")
-        headers.append((name, value))
-    return tuple(headers), pos
 
 
 _CONTROL_KEY = struct.Struct(">hh")

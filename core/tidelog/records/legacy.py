@@ -17,13 +17,14 @@ import zlib
 from dataclasses import dataclass
 
 from tidelog.records import compression as codecs
-from tidelog.records.batch import NO_TIMESTAMP, TIMESTAMP_TYPES, Record
+from tidelog.records.batch import NO_TIMESTAMP, TIMESTAMP_TYPES
 from tidelog.records.builder import RecordBatchBuilder
 from tidelog.records.errors import (
     CorruptRecordError,
     InvalidRecordError,
     UnsupportedCompressionError,
 )
+from tidelog.records.walk import Record
 
 ENTRY = struct.Struct(">qi")  # offset, message_size
 MESSAGE_V0 = struct.Struct(">IbB")  # crc, magic, attributes

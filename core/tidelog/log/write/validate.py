@@ -98,23 +98,22 @@ def _validate(
         raise InvalidRecordError("control batches are written by the log, never produced")
     if batch.is_transactional and batch.producer_id < 0:
         raise InvalidRecordError("a transactional batch needs a producer id")
-    records = batch.validate()
-    if not records:
+    summary = batch.summary()
+    if not summary.records:
         raise InvalidRecordError("a produced batch must hold at least one record")
-    # validate() found the offset deltas strictly increasing within 0..lastOffsetDelta: with
+    # summary() found the offset deltas strictly increasing within 0..lastOffsetDelta: with
     # as many records as lastOffsetDelta + 1, they are exactly 0, 1, 2, ...
-    if batch.last_offset_delta != len(records) - 1:
+    if batch.last_offset_delta != summary.records - 1:
         raise InvalidRecordError("produced record offsets must run 0, 1, 2, ... within a batch")
-    if require_keys and any(r.key is None for r in records):
+    if require_keys and summary.keyless:
         raise InvalidRecordError(KEYLESS_ON_COMPACTED)
-    timestamps = [r.timestamp for r in records]
-    if min(timestamps) < 0:
+    if summary.min_timestamp < 0:
         raise InvalidTimestampError("record timestamps must not be negative")
-    if batch.timestamp_type == "create" and batch.max_timestamp != max(timestamps):
+    if batch.timestamp_type == "create" and batch.max_timestamp != summary.max_timestamp:
         raise InvalidTimestampError("the batch's maxTimestamp does not match its records")
     if batch.producer_id >= 0 and (batch.producer_epoch < 0 or batch.base_sequence < 0):
         raise InvalidRecordError("an idempotent batch needs a producer epoch and base sequence")
-    return _produced(batch, len(records), log_append_time)
+    return _produced(batch, summary.records, log_append_time)
 
 
 def _produced(batch: RecordBatch, record_count: int, log_append_time: int | None) -> ProducedBatch:
