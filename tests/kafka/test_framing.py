@@ -16,11 +16,6 @@ from tidelog.kafka.framing import OWN_BUFFER_FROM, READ_BUFFER, FramedConnection
 class Transport:
     """What the protocol asks of its transport, recorded."""
 
-    def __init__(self) -> None:
-        self.reading = True
-        self.written: list[bytes] = []
-        self.closed = False
-
     def pause_reading(self) -> None:
         self.reading = False
 
@@ -33,8 +28,14 @@ class Transport:
     def close(self) -> None:
         self.closed = True
 
+    def __init__(self, *, tls: bool = False) -> None:
+        self.reading = True
+        self.written: list[bytes] = []
+        self.closed = False
+        self.info = {"peername": ("10.0.0.7", 9092), "sslcontext": object() if tls else None}
+
     def get_extra_info(self, name: str) -> object:
-        return {"peername": ("10.0.0.7", 9092)}.get(name)
+        return self.info.get(name)
 
 
 def framed(payload: bytes) -> bytes:
@@ -146,6 +147,18 @@ def test_a_client_gone_inside_a_frame_ends_the_frames():
         connection.connection_lost(None)
         assert await drain_frames(connection) == [b"whole---"]
         await asyncio.wait_for(connection.wait_closed(), 1)
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize(("tls", "kept_open"), [(False, True), (True, False)])
+def test_the_clients_end_ends_the_frames_and_keeps_plain_tcp_open_for_answers(tls, kept_open):
+    async def run() -> None:
+        connection = FramedConnection(lambda _: asyncio.sleep(0))
+        connection.connection_made(Transport(tls=tls))  # type: ignore[arg-type]
+        feed(connection, framed(b"last one"), [])
+        assert connection.eof_received() is kept_open
+        assert await drain_frames(connection) == [b"last one"]
 
     asyncio.run(run())
 

@@ -159,6 +159,16 @@ def test_a_failing_handler_closes_its_connection_and_nothing_is_left(serve):
         )
 
 
+def test_a_client_that_has_sent_all_it_will_still_reads_its_answers(serve):
+    _, port = serve(StandIn(delay=0.02))
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"".join(_metadata(n) for n in range(3)))
+        sock.shutdown(socket.SHUT_WR)
+        answers = [MetadataResponse.decode(_read(sock), version=1, header=True) for _ in range(3)]
+        assert _read(sock) == b""  # then the agent closes
+    assert [a._header.correlation_id for a in answers] == [0, 1, 2]
+
+
 def test_a_client_that_never_reads_and_leaves_leaves_nothing_behind(serve):
     server, port = serve(StandIn(delay=0.01))
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)

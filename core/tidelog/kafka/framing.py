@@ -65,6 +65,7 @@ class FramedConnection(asyncio.BufferedProtocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport
+        # Held here: the loop keeps only a weak reference to a task.
         self.task = asyncio.get_running_loop().create_task(self._serve(self))
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -83,8 +84,10 @@ class FramedConnection(asyncio.BufferedProtocol):
         self._cut()
 
     def eof_received(self) -> bool:
+        """The client has sent all it will. Its answers still go back over plain TCP (as
+        asyncio's streams kept the socket open for them); over TLS the transport closes."""
         self._end()
-        return False  # the transport closes itself
+        return self._transport_of().get_extra_info("sslcontext") is None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
