@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import struct
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tidelog.kafka.codec import MAX_FRAME_BYTES, FrameError
-from tidelog.kafka.framing import OWN_BUFFER_FROM, READ_BUFFER, FramedConnection
+from tidelog.kafka.framing import MAPPED_FROM, OWN_BUFFER_FROM, READ_BUFFER, FramedConnection
 
 
 class Transport:
@@ -96,15 +97,17 @@ def test_frames_come_out_as_they_went_in_however_the_bytes_arrive(sent, cuts):
     assert asyncio.run(run()) == sent
 
 
-def test_a_large_frame_is_handed_on_in_the_buffer_it_was_received_into():
+@pytest.mark.parametrize("size", [OWN_BUFFER_FROM, MAPPED_FROM - 1, MAPPED_FROM, MAPPED_FROM + 3])
+def test_a_large_frame_is_handed_on_in_the_buffer_it_was_received_into(size):
     async def run() -> None:
         connection, _ = await connect()
-        payload = bytes(range(256)) * 40
-        feed(connection, framed(payload), [100, 5000])
+        payload = (bytes(range(251)) * (size // 251 + 1))[:size]
+        feed(connection, framed(payload) + framed(b"after it"), [100, 5000, 70_000])
         frame = await connection.read_frame()
         assert isinstance(frame, memoryview)
         assert frame.readonly
         assert frame.tobytes() == payload
+        assert await connection.read_frame() == b"after it"
 
     asyncio.run(run())
 
@@ -125,6 +128,28 @@ def test_reading_pauses_while_frames_wait_and_resumes_as_they_are_taken():
         assert transport.reading
 
     asyncio.run(run())
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads Linux's /proc")
+def test_a_frame_announced_but_not_sent_holds_no_memory_it_has_not_sent():
+    """Sixteen clients each announce a 64 MiB frame and send 4 KiB of it: the agent holds about
+    what they sent, not the gigabyte they announced (Kafka bounds what it reads, too)."""
+
+    async def run() -> int:
+        before = resident_bytes()
+        connections = []
+        for _ in range(16):
+            connection, _ = await connect()
+            feed(connection, struct.pack(">i", 64 << 20) + bytes(4096), [])
+            connections.append(connection)
+        return resident_bytes() - before
+
+    assert asyncio.run(run()) < 64 << 20
 
 
 @pytest.mark.parametrize("size", [-1, 0, 7, MAX_FRAME_BYTES + 1])
