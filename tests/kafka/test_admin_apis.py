@@ -5,7 +5,6 @@ Kafka cluster of one replica per partition answers it (docs/kafka.md's table).""
 from __future__ import annotations
 
 import socket
-import struct
 import uuid
 
 import pytest
@@ -55,7 +54,7 @@ from kafka.protocol.admin import (
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.structs import OffsetAndMetadata
 from tests.functional.test_produce_api import call
-from tests.support.kafka_wire import brokers, exchange
+from tests.support.kafka_wire import brokers, exchange, receive_frame
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
@@ -381,8 +380,7 @@ def test_acls_answer_security_disabled_and_the_connection_goes_on(dev, admin, rd
 def _ask(sock: socket.socket, request, response_type, version: int):
     request.with_header(correlation_id=5, client_id="same-connection")
     sock.sendall(bytes(request.encode(header=True, framed=True)))
-    size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
-    return response_type.decode(sock.recv(size, socket.MSG_WAITALL), version=version, header=True)
+    return response_type.decode(receive_frame(sock), version=version, header=True)
 
 
 def test_client_quotas_are_described_as_none_and_refused_with_why(dev):

@@ -27,6 +27,7 @@ from kio.serial import entity_writer
 from kio.static.primitive import i16, i32, i64
 from tests.functional.test_fetch_api import fetch, produce
 from tests.functional.test_produce_api import call
+from tests.support.kafka_wire import receive_frame
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from tidelog.kafka.apis import API_VERSIONS, ApiKey
@@ -195,11 +196,6 @@ def _api_versions_frame(version: int) -> bytes:
     return bytes(request.encode(header=True, framed=True))
 
 
-def _read_frame(sock: socket.socket) -> bytes:
-    size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
-    return sock.recv(size, socket.MSG_WAITALL)
-
-
 def test_malformed_frames_close_only_their_connection(dev):
     host, port = dev.bootstrap.split(":")
     mangled = [
@@ -215,7 +211,7 @@ def test_malformed_frames_close_only_their_connection(dev):
             assert sock.recv(4) == b"", frame  # closed without an answer
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         sock.sendall(_api_versions_frame(3))
-        answer = ApiVersionsResponse.decode(_read_frame(sock), version=3, header=True)
+        answer = ApiVersionsResponse.decode(receive_frame(sock), version=3, header=True)
     assert answer.error_code == 0
 
 
@@ -226,7 +222,7 @@ def test_an_api_versions_request_newer_than_ours_gets_our_versions_at_v0(dev):
     struct.pack_into(">h", frame, 6, newest + 1)  # a client newer than kafka-python's classes
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         sock.sendall(frame)
-        answer = ApiVersionsResponse.decode(_read_frame(sock), version=0, header=True)
+        answer = ApiVersionsResponse.decode(receive_frame(sock), version=0, header=True)
     assert answer.error_code == 35  # UNSUPPORTED_VERSION
     assert {k.api_key for k in answer.api_keys} >= {0, 1, 2, 3, 18}
 
@@ -271,7 +267,7 @@ def test_consumers_waiting_for_data_never_hold_up_producers(dev, topic):
         finally:
             producer.close()
         for sock in waiting:
-            _read_frame(sock)  # each long poll ends with the record, not its timeout
+            receive_frame(sock)  # each long poll ends with the record, not its timeout
     finally:
         for sock in waiting:
             sock.close()
@@ -287,7 +283,7 @@ def test_an_idempotent_producer_gets_an_id_of_its_own(dev):
         request.with_header(correlation_id=9, client_id="raw")
         with socket.create_connection((host, int(port)), timeout=10) as sock:
             sock.sendall(bytes(request.encode(header=True, framed=True)))
-            answer = InitProducerIdResponse.decode(_read_frame(sock), version=4, header=True)
+            answer = InitProducerIdResponse.decode(receive_frame(sock), version=4, header=True)
         assert answer.error_code == 0
         ids.add(answer.producer_id)
     assert len(ids) == 3

@@ -11,7 +11,6 @@ could land older-over-newer.
 from __future__ import annotations
 
 import socket
-import struct
 import threading
 import time
 import uuid
@@ -26,7 +25,7 @@ from kafka.protocol.consumer import (
     OffsetFetchResponse,
 )
 from tests.functional.test_produce_api import call
-from tests.support.kafka_wire import exchange
+from tests.support.kafka_wire import exchange, receive_frame
 
 from kafka import KafkaConsumer, TopicPartition
 
@@ -160,10 +159,7 @@ def test_pipelined_offset_commits_take_effect_in_the_order_sent(dev, topic, atte
     with socket.create_connection((host, int(port)), timeout=30) as sock:
         sock.sendall(b"".join(frames))  # as an asynchronous committer sends them
         for _ in frames:
-            size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
-            answer = OffsetCommitResponse.decode(
-                sock.recv(size, socket.MSG_WAITALL), version=2, header=True
-            )
+            answer = OffsetCommitResponse.decode(receive_frame(sock), version=2, header=True)
             assert answer.topics[0].partitions[0].error_code == 0
     wanted = OffsetFetchRequest.OffsetFetchRequestTopic(name=topic, partition_indexes=[0])
     fetched = exchange(

@@ -26,6 +26,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import Records, i16, i32
 from tests.support import devserver
+from tests.support.kafka_wire import receive, receive_frame
 from tests.support.nulls import KAFKA_NEVER_NULL, KAFKA_SENDS_NULL, nullable_fields, nulls
 
 from tidelog.kafka.apis import API_VERSIONS, LEGACY_PRODUCE, ApiKey
@@ -120,7 +121,7 @@ def test_an_array_announcing_more_than_the_frame_holds_closes_only_its_connectio
     frame = header + HUGE + bytes(3)
     with socket.create_connection((host, int(port)), timeout=ANSWER_S) as sock:
         sock.sendall(struct.pack(">i", len(frame)) + frame)
-        assert sock.recv(4, socket.MSG_WAITALL) == b""
+        assert receive(sock, 4) == b""
     _still_answers(host, int(port))
 
 
@@ -141,7 +142,7 @@ def test_a_mangled_request_is_answered_or_closes_its_connection(agent, key, vers
             if key in WAITING or silent:
                 sock.settimeout(PATIENCE_S)
             try:
-                prefix = sock.recv(4, socket.MSG_WAITALL)
+                prefix = receive(sock, 4)
             except TimeoutError:
                 assert key in WAITING or silent, "no answer and no close"
                 return
@@ -152,7 +153,7 @@ def test_a_mangled_request_is_answered_or_closes_its_connection(agent, key, vers
                 return
             sock.settimeout(ANSWER_S)
             (size,) = struct.unpack(">i", prefix)
-            answer = sock.recv(size, socket.MSG_WAITALL)
+            answer = receive(sock, size)
             assert len(answer) == size
             assert struct.unpack_from(">i", answer)[0] == CORRELATION
             _check_nulls(key, decode_request(frame).api_version, answer)
@@ -215,6 +216,5 @@ def _still_answers(host: str, port: int) -> None:
     frame = _frame(ApiKey.API_VERSIONS, 0, load_request_schema(ApiKey.API_VERSIONS, 0)())
     with socket.create_connection((host, port), timeout=ANSWER_S) as sock:
         sock.sendall(struct.pack(">i", len(frame)) + frame)
-        (size,) = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))
-        answer = sock.recv(size, socket.MSG_WAITALL)
+        answer = receive_frame(sock)
     assert struct.unpack_from(">ih", answer) == (CORRELATION, 0)  # correlation id, NONE

@@ -16,6 +16,7 @@ from tests.kafka.test_fuzz import ANSWER_S, CORRELATION, _frame, _request_schema
 from tests.support import devserver
 from tests.support.agents import AgentProcess
 from tests.support.dynamodb_local import free_port
+from tests.support.kafka_wire import receive, receive_frame
 
 from tidelog.kafka.apis import API_VERSIONS, LEGACY_PRODUCE, ApiKey
 from tidelog.kafka.codec import code
@@ -47,12 +48,12 @@ def _send(host, port, *frames):
             sock.sendall(struct.pack(">i", len(frame)) + frame)
         while True:
             try:
-                prefix = sock.recv(4, socket.MSG_WAITALL)
+                prefix = receive(sock, 4)
             except (ConnectionResetError, TimeoutError):
                 break
             if len(prefix) < 4:
                 break
-            answers.append(sock.recv(struct.unpack(">i", prefix)[0], socket.MSG_WAITALL))
+            answers.append(receive(sock, struct.unpack(">i", prefix)[0]))
     return answers
 
 
@@ -103,6 +104,5 @@ def _still_answers(host, port):
     frame = _frame(ApiKey.API_VERSIONS, 0, load_request_schema(ApiKey.API_VERSIONS, 0)())
     with socket.create_connection((host, port), timeout=ANSWER_S) as sock:
         sock.sendall(struct.pack(">i", len(frame)) + frame)
-        (size,) = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))
-        answer = sock.recv(size, socket.MSG_WAITALL)
+        answer = receive_frame(sock)
     assert struct.unpack_from(">ih", answer) == (CORRELATION, 0)

@@ -28,6 +28,7 @@ from confluent_kafka.admin import (
 from kafka.protocol.metadata import MetadataRequest
 from tests.support.agents import AgentProcess
 from tests.support.dynamodb_local import free_port
+from tests.support.kafka_wire import receive
 from tests.support.round_trip import librdkafka_round_trip
 
 from kafka import KafkaConsumer, KafkaProducer
@@ -228,7 +229,7 @@ def test_a_request_before_logging_in_closes_the_connection_unanswered(sasl):
     request.with_header(correlation_id=1, client_id="t")
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         sock.sendall(bytes(request.encode(header=True, framed=True)))
-        assert sock.recv(4, socket.MSG_WAITALL) == b""  # closed, nothing answered
+        assert receive(sock, 4) == b""  # closed, nothing answered
 
 
 def test_plain_over_tls_with_the_scram_password(sasl, user, topic):

@@ -15,6 +15,7 @@ import pytest
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kio.index import load_request_schema
 from tests.kafka.test_fuzz import _frame
+from tests.support.kafka_wire import receive_frame
 
 from tidelog.credentials import Credential, Credentials
 from tidelog.kafka.apis import ApiKey
@@ -84,18 +85,13 @@ def _metadata(correlation_id: int) -> bytes:
     return bytes(request.encode(header=True, framed=True))
 
 
-def _read(sock: socket.socket) -> bytes:
-    prefix = sock.recv(4, socket.MSG_WAITALL)
-    if not prefix:
-        return b""
-    return sock.recv(struct.unpack(">i", prefix)[0], socket.MSG_WAITALL)
-
-
 def test_pipelined_requests_are_answered_in_the_order_they_came(serve):
     _, port = serve(StandIn(delay=0.02))
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(b"".join(_metadata(n) for n in range(30)))
-        order = [MetadataResponse.decode(_read(sock), version=1, header=True) for _ in range(30)]
+        order = [
+            MetadataResponse.decode(receive_frame(sock), version=1, header=True) for _ in range(30)
+        ]
     assert [r._header.correlation_id for r in order] == list(range(30))
 
 
@@ -108,7 +104,7 @@ def test_a_connections_requests_take_effect_one_at_a_time_in_the_order_they_came
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(b"".join(_metadata(n) for n in range(12)))
         for _ in range(12):
-            _read(sock)
+            receive_frame(sock)
     assert handlers.effects == list(range(12))
     assert handlers.most_running == 1
 
@@ -133,7 +129,9 @@ def test_a_request_that_has_queued_its_effect_lets_the_next_one_start(serve):
     _, port = serve(handlers)
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(b"".join(_metadata(n) for n in (0, 3, 6, 9, 12)))  # no delay of their own
-        answers = [MetadataResponse.decode(_read(sock), version=1, header=True) for _ in range(5)]
+        answers = [
+            MetadataResponse.decode(receive_frame(sock), version=1, header=True) for _ in range(5)
+        ]
     assert [a._header.correlation_id for a in answers] == [0, 3, 6, 9, 12]
     assert handlers.queue == [0, 3, 6, 9, 12]  # queued in the order they came
     assert handlers.most_running == 5
@@ -145,7 +143,7 @@ def test_a_failing_handler_closes_its_connection_and_nothing_is_left(serve):
         # More than fit in flight, none read: the failure must still end the connection.
         sock.sendall(b"".join(_metadata(n) for n in range(MAX_IN_FLIGHT * 3)))
         answers = []
-        while frame := _read(sock):
+        while frame := receive_frame(sock):
             answers.append(MetadataResponse.decode(frame, version=1, header=True))
     assert [a._header.correlation_id for a in answers] == [0, 1, 2]
     deadline = time.monotonic() + 10
@@ -155,7 +153,10 @@ def test_a_failing_handler_closes_its_connection_and_nothing_is_left(serve):
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(_metadata(7))
         assert (
-            MetadataResponse.decode(_read(sock), version=1, header=True)._header.correlation_id == 7
+            MetadataResponse.decode(
+                receive_frame(sock), version=1, header=True
+            )._header.correlation_id
+            == 7
         )
 
 
@@ -164,8 +165,10 @@ def test_a_client_that_has_sent_all_it_will_still_reads_its_answers(serve):
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(b"".join(_metadata(n) for n in range(3)))
         sock.shutdown(socket.SHUT_WR)
-        answers = [MetadataResponse.decode(_read(sock), version=1, header=True) for _ in range(3)]
-        assert _read(sock) == b""  # then the agent closes
+        answers = [
+            MetadataResponse.decode(receive_frame(sock), version=1, header=True) for _ in range(3)
+        ]
+        assert receive_frame(sock) == b""  # then the agent closes
     assert [a._header.correlation_id for a in answers] == [0, 1, 2]
 
 
@@ -227,14 +230,16 @@ def test_a_request_sent_before_its_session_ended_is_served_whenever_its_turn_com
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
             sock.sendall(_sasl(ApiKey.SASL_HANDSHAKE, 1, mechanism="PLAIN"))
-            _read(sock)
+            receive_frame(sock)
             sock.sendall(_sasl(ApiKey.SASL_AUTHENTICATE, 1, auth_bytes=b"\0alice\0secret"))
-            _read(sock)
+            receive_frame(sock)
             sock.sendall(_metadata(2) + _metadata(3))  # 3's turn comes at 0.8 s, after the end
-            answered = [MetadataResponse.decode(_read(sock), version=1, header=True) for _ in "ab"]
+            answered = [
+                MetadataResponse.decode(receive_frame(sock), version=1, header=True) for _ in "ab"
+            ]
             assert [a._header.correlation_id for a in answered] == [2, 3]
             sock.sendall(_metadata(6))  # sent after the end: the connection closes
-            assert _read(sock) == b""
+            assert receive_frame(sock) == b""
     finally:
         asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)

@@ -10,15 +10,34 @@ from typing import Any
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 
+def receive(sock: socket.socket, size: int) -> bytes:
+    """``size`` bytes, fewer only if the peer closes first. ``recv(size, MSG_WAITALL)`` is not
+    that on a socket with a timeout: Python makes such a socket non-blocking, where the flag
+    does nothing, and an answer larger than what has arrived comes back short."""
+    parts, left = [], size
+    while left:
+        part = sock.recv(left)
+        if not part:
+            break
+        parts.append(part)
+        left -= len(part)
+    return b"".join(parts)
+
+
+def receive_frame(sock: socket.socket) -> bytes:
+    """One answer frame without its size prefix; b"" if the peer closed instead."""
+    prefix = receive(sock, 4)
+    if len(prefix) < 4:
+        return b""
+    return receive(sock, struct.unpack(">i", prefix)[0])
+
+
 def exchange(bootstrap: str, request: Any, response_type: Any, version: int, client_id="raw"):
     host, port = bootstrap.split(":")
     request.with_header(correlation_id=11, client_id=client_id)
     with socket.create_connection((host, int(port)), timeout=15) as sock:
         sock.sendall(bytes(request.encode(header=True, framed=True)))
-        size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
-        return response_type.decode(
-            sock.recv(size, socket.MSG_WAITALL), version=version, header=True
-        )
+        return response_type.decode(receive_frame(sock), version=version, header=True)
 
 
 def brokers(bootstrap: str, client_id: str = "raw") -> dict[int, tuple[str, int]]:
