@@ -10,6 +10,7 @@ import uuid
 
 import httpx2
 import pytest
+from tests.support import seeds
 
 from tidelog.client import Admin, Http, Producer
 from tidelog.client.producer_config import ProducerConfig
@@ -152,7 +153,7 @@ class Faults(httpx2.BaseTransport):
         return response
 
 
-@pytest.mark.parametrize("seed", [random.randrange(10**6)])
+@pytest.mark.parametrize("seed", seeds.draw("idempotent retries", 1, 10**6))
 def test_idempotent_retries_write_every_record_once_in_order(dev, topic, seed):
     faults = Faults(seed, rate=0.3)
     http = Http(dev.api_url, transport=faults)

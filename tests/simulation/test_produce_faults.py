@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from tests.support import seeds
 from tests.support.objects import object_sets
 
 from tidelog.errors import TidelogError
@@ -80,7 +81,7 @@ def writers(meta, faulty_meta, faulty_objects, staging_dir, rng):
     return new_writer
 
 
-@pytest.mark.parametrize("seed", [random.randrange(2**32) for _ in range(6)])
+@pytest.mark.parametrize("seed", seeds.draw("produce faults", 6))
 def test_faults_and_crashes_lose_nothing_and_duplicate_nothing(seed, tmp_path):
     rng = random.Random(seed)
     meta, objects = MemoryMetadataStore(), MemoryObjectStore(lambda: T0)
@@ -148,7 +149,7 @@ def test_a_retriable_error_is_never_a_4xx():
 WIDE = 120  # partitions in one flush: 3 items each, so its commit spans several transactions
 
 
-@pytest.mark.parametrize("seed", [random.randrange(2**32) for _ in range(3)])
+@pytest.mark.parametrize("seed", seeds.draw("wide flush faults", 3))
 def test_a_flush_wider_than_a_transaction_commits_each_partition_once(seed, tmp_path):
     """One flush for 120 partitions needs several DynamoDB transactions (100 items each at
     most): under faults and crashes between them, each partition's records are still
