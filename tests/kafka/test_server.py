@@ -6,6 +6,7 @@ flight."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import socket
 import struct
 import threading
@@ -18,6 +19,7 @@ from tests.kafka.test_fuzz import _frame
 from tests.support.kafka_wire import receive_frame
 
 from tidelog.credentials import Credential, Credentials
+from tidelog.kafka import server as server_module
 from tidelog.kafka.apis import ApiKey
 from tidelog.kafka.sasl import SaslSettings
 from tidelog.kafka.server import MAX_IN_FLIGHT, KafkaServer
@@ -135,6 +137,90 @@ def test_a_request_that_has_queued_its_effect_lets_the_next_one_start(serve):
     assert [a._header.correlation_id for a in answers] == [0, 3, 6, 9, 12]
     assert handlers.queue == [0, 3, 6, 9, 12]  # queued in the order they came
     assert handlers.most_running == 5
+
+
+class Flush(StandIn):
+    """A produce as group commit handles it: queued at once, then waiting for a flush that
+    commits once ``gathered`` produces wait for it (or after ``wait_s``, so a test that never
+    gathers them fails on what it saw rather than hangs)."""
+
+    def __init__(self, gathered: int, wait_s: float = 5) -> None:
+        super().__init__()
+        self.gathered, self.wait_s = gathered, wait_s
+        self.flushed = threading.Event()
+
+    def _answer(self, request, queued):
+        queued()
+        with self.lock:
+            if self.running >= self.gathered:
+                self.flushed.set()
+        self.flushed.wait(self.wait_s)
+        return {"responses": [], "throttle_time": 0}
+
+
+def _produce() -> bytes:
+    body = {
+        "transactional_id": None,
+        "acks": -1,
+        "timeout": datetime.timedelta(seconds=30),
+        "topic_data": (),
+    }
+    return _sasl(ApiKey.PRODUCE, 9, **body)
+
+
+def test_a_connection_keeps_as_many_produces_waiting_on_a_flush_as_it_sends(serve):
+    # librdkafka at its defaults sends a produce request per partition every linger, without
+    # waiting for answers: group commit flushes them together only if they all wait on it.
+    # At 16 a connection (and 32 threads for every request), a producer steady at 1,000
+    # records a second over six partitions fell further behind every second.
+    handlers = Flush(gathered=300)
+    _, port = serve(handlers)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(_produce() * 300)
+        for _ in range(300):
+            receive_frame(sock)
+    assert handlers.flushed.is_set()
+    assert handlers.most_running == 300
+
+
+class Held(StandIn):
+    """Answers once ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def _answer(self, request, queued):
+        self.release.wait(10)
+        return super()._answer(request, queued)
+
+
+def test_requests_but_produces_stay_few_in_flight(serve):
+    # Their answers may be large (a fetch's, up to its fetch.max.bytes): a client that sends
+    # many and reads none must not make the agent hold hundreds of them.
+    handlers = Held()
+    server, port = serve(handlers)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(b"".join(_metadata(n) for n in range(MAX_IN_FLIGHT * 3)))
+        time.sleep(0.3)
+        read = len(server._requests)
+        handlers.release.set()
+        for _ in range(MAX_IN_FLIGHT * 3):
+            receive_frame(sock)
+    assert read == MAX_IN_FLIGHT + 1  # and the next, read to learn it is not a produce
+
+
+def test_a_connections_requests_in_flight_are_bounded_in_bytes(serve, monkeypatch):
+    request = _produce()
+    monkeypatch.setattr(server_module, "MAX_IN_FLIGHT_BYTES", 3 * len(request))
+    handlers = Flush(gathered=4, wait_s=0.3)  # never gathered: each waits its 0.3 s
+    _, port = serve(handlers)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(request * 9)
+        for _ in range(9):
+            receive_frame(sock)
+    assert not handlers.flushed.is_set()
+    assert handlers.most_running == 3
 
 
 def test_a_failing_handler_closes_its_connection_and_nothing_is_left(serve):

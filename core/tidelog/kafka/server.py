@@ -1,17 +1,21 @@
 """The agent's Kafka listener: asyncio connections, the synchronous core in a bounded pool.
 
-A connection may pipeline requests (clients keep up to 5 in flight). They take effect in the
-order they came, as on a Kafka broker, which reads a connection's next request only once it
-has answered the last (SocketServer mutes the channel): a request starts only after the one
-before it has taken effect. A produce has taken effect once its batches are queued in the group
-commit, which keeps their order from there, so produce requests still overlap their uploads and
-commits; every other request holds its connection's turn until it is answered, as on Kafka (a
-client sends what must not wait behind a long poll on another connection). Answers go back in
-the same order. Concurrency is across connections, never within one.
+A connection may pipeline requests (Java's clients keep 5 in flight, librdkafka's as many as it
+likes). They take effect in the order they came, as on a Kafka broker, which reads a
+connection's next request only once it has answered the last (SocketServer mutes the channel):
+a request starts only after the one before it has taken effect. A produce has taken effect
+once its batches are queued in the group commit, which keeps their order from there, so produce
+requests still overlap their uploads and commits; every other request holds its connection's
+turn until it is answered, as on Kafka (a client sends what must not wait behind a long poll on
+another connection). Answers go back in the same order. Concurrency is across connections,
+never within one.
 
-The number in flight per connection is bounded, so a client that never reads its answers cannot
-grow the agent's memory. A frame that cannot be parsed closes the connection, as Kafka closes
-it; nothing is stored.
+Group commit gathers the produce requests that wait for one flush, so a connection keeps many in
+flight: librdkafka, at its defaults, sends a request per partition every linger without waiting
+for answers. The number in flight per connection is bounded (produces, whose answers are small,
+apart from the others), and so are their bytes, so a client that never reads its answers cannot
+grow the agent's memory. A frame that cannot be
+parsed closes the connection, as Kafka closes it; nothing is stored.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import struct
 import threading
@@ -46,7 +51,9 @@ from tidelog.threads import ContextPool
 
 log = logging.getLogger(__name__)
 
-MAX_IN_FLIGHT = 16  # per connection; clients default to 5
+MAX_IN_FLIGHT = 16  # a connection's requests but produces: their answers may be large (fetches)
+MAX_PRODUCES_IN_FLIGHT = 512  # Kafka's queued.max.requests is 500, a broker's
+MAX_IN_FLIGHT_BYTES = 16 * 2**20  # of a connection's requests (16 of 1 MB); one always fits
 WAITING = frozenset({ApiKey.FETCH, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP})
 """Requests that wait: a fetch's long poll, a member waiting for its group."""
 LIVENESS = frozenset({ApiKey.HEARTBEAT, ApiKey.CONSUMER_GROUP_HEARTBEAT})
@@ -64,6 +71,7 @@ class KafkaServer:
         *,
         workers: int = 32,
         waiters: int = 1024,
+        producers: int = 1024,
         listener: str = PLAINTEXT,
         tls: ServerTls | None = None,
         sasl: SaslSettings | None = None,
@@ -80,6 +88,12 @@ class KafkaServer:
         # members joining at once: one that waited for a thread would join after the others'
         # generation, and start the next (threads start when needed).
         self._waiting_pool = ContextPool(waiters, thread_name_prefix="tidelog-wait")
+        # A produce holds its thread until its flush commits (a PUT and a transaction: tens of
+        # ms, a hundred on AWS), and group commit needs many waiting on one flush. In the 32
+        # shared threads (and 16 in flight a connection), a librdkafka producer at its
+        # defaults, steady at 1,000 records a second over six partitions, fell further behind
+        # every second: a request a partition every linger, all waiting their turn to be read.
+        self._producing_pool = ContextPool(producers, thread_name_prefix="tidelog-produce")
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], FramedConnection] = {}
         self._requests: set[asyncio.Task[bytes | None]] = set()  # answers being made
@@ -128,6 +142,7 @@ class KafkaServer:
         await asyncio.gather(*self._requests, return_exceptions=True)
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._waiting_pool.shutdown(wait=False, cancel_futures=True)
+        self._producing_pool.shutdown(wait=False, cancel_futures=True)
 
     async def _serve(self, connection: FramedConnection) -> None:
         task = asyncio.current_task()
@@ -145,14 +160,23 @@ class KafkaServer:
             else None
         )
         who = _Who(host, self.listener, principal, auth)
-        answers: asyncio.Queue[_Pending | None] = asyncio.Queue(MAX_IN_FLIGHT)
-        responder = asyncio.create_task(self._respond(answers, connection))
+        answers: asyncio.Queue[_Pending | None] = asyncio.Queue(
+            MAX_IN_FLIGHT + MAX_PRODUCES_IN_FLIGHT
+        )
+        budget = _Budget(MAX_IN_FLIGHT_BYTES)
+        others = asyncio.Semaphore(MAX_IN_FLIGHT)
+        responder = asyncio.create_task(self._respond(answers, connection, budget))
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         turn.set_result(None)  # the first request may start at once
         gone = threading.Event()
         try:
             while (frame := await connection.read_frame()) is not None:
+                await budget.take(len(frame))
                 pending, turn = self._answer(frame, who, gone, turn)
+                pending.size = len(frame)
+                if not pending.produces:
+                    await others.acquire()
+                    pending.slot = others
                 await answers.put(pending)
                 if pending.closes:
                     break
@@ -217,7 +241,7 @@ class KafkaServer:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
                 loop.call_soon_threadsafe(took_effect)
 
-        pending = _Pending(loop.create_future())
+        pending = _Pending(loop.create_future(), produces=request.api_key == ApiKey.PRODUCE)
         # A request sent before its session ended may wait its turn behind slow ones past
         # the end (a produce taking a second, as librdkafka renews at 90% of the session).
         expired = who.auth is not None and who.auth.expired()
@@ -226,6 +250,8 @@ class KafkaServer:
             await turn
             own = request.api_key in WAITING or request.api_key in LIVENESS
             pool = self._waiting_pool if own else self._pool
+            if request.api_key == ApiKey.PRODUCE:
+                pool = self._producing_pool
             try:
                 now = request
                 if who.auth is not None:
@@ -312,7 +338,7 @@ class KafkaServer:
 
     @staticmethod
     async def _respond(
-        answers: asyncio.Queue[_Pending | None], connection: FramedConnection
+        answers: asyncio.Queue[_Pending | None], connection: FramedConnection, budget: _Budget
     ) -> None:
         """Write the answers in order until the connection must close; after that, keep
         taking them from the queue unanswered, so the reading side never waits on it."""
@@ -322,6 +348,7 @@ class KafkaServer:
                 # Unanswered, but its outcome read: a failure after the close (each pipelined
                 # request of an expired session fails alike) is no "never retrieved" error.
                 pending.future.add_done_callback(_outcome_read)
+                pending.future.add_done_callback(functools.partial(_release, budget, pending))
                 continue
             closes = pending.closes
             try:
@@ -337,10 +364,38 @@ class KafkaServer:
                     await connection.drain()
                 except ConnectionError:
                     closes = True  # the client went away
+            _release(budget, pending)
             if not (closes or pending.then_close):
                 continue
             writing = False
             connection.close()  # the reading side sees the end and stops
+
+
+class _Budget:
+    """The bytes of a connection's requests in flight, held to ``limit``: reading waits until
+    answers free enough (a request larger than the whole budget goes alone)."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._used = 0
+        self._freed = asyncio.Event()
+
+    async def take(self, size: int) -> None:
+        while self._used and self._used + size > self._limit:
+            self._freed.clear()
+            await self._freed.wait()
+        self._used += size
+
+    def give(self, size: int) -> None:
+        self._used -= size
+        self._freed.set()
+
+
+def _release(budget: _Budget, pending: _Pending, _: object = None) -> None:
+    """What an answered request held: its bytes, and its slot if it is not a produce."""
+    budget.give(pending.size)
+    if pending.slot is not None:
+        pending.slot.release()
 
 
 def _outcome_read(future: asyncio.Future[bytes | None]) -> None:
@@ -370,6 +425,9 @@ class _Pending:
     future: asyncio.Future[bytes | None]
     closes: bool = False  # without answering
     then_close: bool = False  # once its answer is written (a failed login)
+    produces: bool = False  # a produce: its answer is small, and it waits on a flush
+    size: int = 0  # of its request, counted against the connection's budget until answered
+    slot: asyncio.Semaphore | None = None  # held until answered, by requests but produces
 
     @classmethod
     def ready(cls, loop: asyncio.AbstractEventLoop, frame: bytes) -> _Pending:
