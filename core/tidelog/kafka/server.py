@@ -14,8 +14,8 @@ Group commit gathers the produce requests that wait for one flush, so a connecti
 flight: librdkafka, at its defaults, sends a request per partition every linger without waiting
 for answers. The number in flight per connection is bounded (produces, whose answers are small,
 apart from the others), and so are their bytes, so a client that never reads its answers cannot
-grow the agent's memory. A frame that cannot be
-parsed closes the connection, as Kafka closes it; nothing is stored.
+grow the agent's memory. A frame that cannot be parsed closes the connection, as Kafka closes
+it; nothing is stored.
 """
 
 from __future__ import annotations
