@@ -144,7 +144,7 @@ class Flush(StandIn):
     commits once ``gathered`` produces wait for it (or after ``wait_s``, so a test that never
     gathers them fails on what it saw rather than hangs)."""
 
-    def __init__(self, gathered: int, wait_s: float = 5) -> None:
+    def __init__(self, gathered: int, wait_s: float = 10) -> None:
         super().__init__()
         self.gathered, self.wait_s = gathered, wait_s
         self.flushed = threading.Event()
@@ -202,7 +202,10 @@ def test_requests_but_produces_stay_few_in_flight(serve):
     server, port = serve(handlers)
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
         sock.sendall(b"".join(_metadata(n) for n in range(MAX_IN_FLIGHT * 3)))
-        time.sleep(0.3)
+        deadline = time.monotonic() + 10
+        while len(server._requests) <= MAX_IN_FLIGHT and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)  # time enough to read the rest, were it allowed to
         read = len(server._requests)
         handlers.release.set()
         for _ in range(MAX_IN_FLIGHT * 3):
