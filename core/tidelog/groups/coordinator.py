@@ -37,6 +37,7 @@ from tidelog.groups.model import (
     RebalanceInProgressError,
     State,
     UnknownMemberError,
+    common_assignors,
     is_cooperative,
     joining_generation,
     known_member,
@@ -208,7 +209,7 @@ class Coordinator:
         validate_group_id(name)
         now = self._clock_ms()
 
-        def described(known: Member, generation: int) -> Member:
+        def described(known: Member | None, generation: int) -> Member:
             return requested_member(
                 member_id, request, now, self._limits, joined_generation=generation, known=known
             )
@@ -361,7 +362,10 @@ class Coordinator:
                 members = {k: v for k, v in group.members.items() if k not in late}
                 protocol = select_protocol(members.values()) if members else None
                 return rebalanced(group, members, protocol, now), [], "stale"
-            return replace(group, state=State.COMPLETING_REBALANCE), [], "assign"
+            # Kafka chooses the protocol here too (initNextGeneration): a join that read only
+            # the meta item counted on it (tidelog.groups.sessions).
+            protocol = select_protocol(group.members.values()) if group.members else None
+            return replace(group, state=State.COMPLETING_REBALANCE, protocol=protocol), [], "assign"
 
         step = self._mutate(name, completing, expire=False)
         if step == "stale":
@@ -457,6 +461,8 @@ class Coordinator:
             loaded = self.load(name) if whole else self.load_meta(name)
             group = self._expired(loaded, arrived_ms) if expire else loaded
             new, extra, answer = change(group)
+            if whole:  # kept for joins that read only the meta item (tidelog.groups.sessions)
+                new = replace(new, assignors=common_assignors(new.members.values()))
             if not loaded.exists:
                 new = replace(new, incarnation=self._new_incarnation())
             if new.generation != loaded.generation:

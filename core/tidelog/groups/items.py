@@ -3,7 +3,8 @@
 Items (one table, ``pk``/``sk``)::
 
     ("groups", <group>)                         the registry, for listing
-    ("group#<group>", "meta")                   state, generation, protocol, version (CAS)
+    ("group#<group>", "meta")                   state, generation, protocol, version (CAS),
+                                                the assignors every member supports
     ("group#<group>", "member#<member id>")     a member: subscription, timeouts, last heartbeat
     ("group#<group>", "fenced#<member id>")     a static member's old id, replaced by a rejoin
     ("group#<group>", "pending#<member id>")    an id handed out for a member's first join
@@ -184,10 +185,11 @@ def diff(name: str, old: Group, new: Group) -> list[Write]:
     for member_id in new.pending.keys() - old.pending.keys():
         key = {"pk": group_pk(name), "sk": PENDING_PREFIX + member_id}
         writes.append(Put({**key, "expires_ms": new.pending[member_id]}, ItemAbsent()))
-    meta_changed = (new.state, new.generation, new.protocol) != (
+    meta_changed = (new.state, new.generation, new.protocol, new.assignors) != (
         old.state,
         old.generation,
         old.protocol,
+        old.assignors,
     )
     if meta_changed or (writes and not new.exists):
         writes[:0] = _meta_writes(name, old, new)
@@ -279,6 +281,8 @@ def _meta_writes(name: str, old: Group, new: Group) -> list[Write]:
         item["incarnation"] = new.incarnation
     if new.protocol is not None:
         item["protocol"] = new.protocol
+    if new.assignors:
+        item["assignors"] = sorted(new.assignors)
     writes: list[Write] = [Put(item, meta_condition(old))]
     if not old.exists:
         writes.append(Put({"pk": GROUPS_PK, "sk": name}))
@@ -302,6 +306,7 @@ def group_from_items(name: str, found: Iterable[Mapping[str, object]]) -> Group:
                 rebalance_ms=int_of(item.get("rebalance_ms", 0)),
                 stable_ms=int_of(item.get("stable_ms", 0)),
                 incarnation=str(item.get("incarnation", "")),
+                assignors=frozenset(strings(item.get("assignors"))),
             )
         elif sk.startswith(MEMBER_PREFIX):
             member = member_from_item(item)

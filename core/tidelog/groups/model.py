@@ -5,6 +5,7 @@ per-partition rules of offset commits. Everything here takes values and returns 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -193,6 +194,9 @@ class Group:
     stable_ms: int = 0
     """When the current generation was assigned: every member's session counts from then at
     least, as Kafka reschedules each member's session when its group turns Stable."""
+    assignors: frozenset[str] = frozenset()
+    """The assignors every member supports, as its meta item keeps them (a new member's join
+    that reads no other member needs them; empty: none, or not kept yet)."""
     incarnation: str = ""
     """Drawn when the group is created: its generations count from 1 again after a deletion,
     and this keeps their state machine executions apart (tidelog.groups.rebalancer)."""
@@ -316,19 +320,21 @@ def new_member(
     )
 
 
+def common_assignors(members: Iterable[Member]) -> frozenset[str]:
+    """The assignors every member supports (Kafka's candidate protocols)."""
+    each = [frozenset(m.assignors) for m in members]
+    return frozenset.intersection(*each) if each else frozenset()
+
+
 def select_protocol(members: Iterable[Member]) -> str:
     """Kafka's ``GroupMetadata.selectProtocol``: of the assignors every member supports, the
     one most members prefer (each votes for its first supported candidate); ties go to the
     name first in order. INCONSISTENT_GROUP_PROTOCOL when no assignor is common to all."""
     members = list(members)
-    candidates = set(members[0].assignors)
-    for member in members[1:]:
-        candidates &= set(member.assignors)
+    candidates = common_assignors(members)
     if not candidates:
         raise InconsistentProtocolError("the members support no assignor in common")
-    votes = {c: 0 for c in candidates}
-    for member in members:
-        votes[next(a for a in member.assignors if a in candidates)] += 1
+    votes = Counter(next(a for a in m.assignors if a in candidates) for m in members)
     return min(candidates, key=lambda c: (-votes[c], c))
 
 
@@ -360,8 +366,7 @@ def subscriptions(
     sizes: dict[str, int] = {}
     for member_id, member in sorted(group.members.items()):
         topics = sorted(t for t in partitions if member.subscribes(t))
-        for topic in topics:
-            sizes[topic] = partitions[topic]
+        sizes.update((t, partitions[t]) for t in topics)
         owned = previous.of(member_id) if previous is not None else ()
         subscribed[member_id] = Subscription(
             topics,

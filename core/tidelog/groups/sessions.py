@@ -1,5 +1,5 @@
-"""A member's heartbeat, and its rejoin during a rebalance, that read its own items and the
-group's meta item, not the group.
+"""A member's heartbeat, its rejoin during a rebalance, and a new member's join while the group
+gathers its members, that read its own items and the group's meta item, not the group.
 
 Kafka's coordinator holds its groups in memory, so a heartbeat costs it nothing. Here a group is
 its items in DynamoDB, and a heartbeat that read them all cost O(members): a group of 100, each
@@ -14,6 +14,14 @@ that appeared or grew, a rebalance that stalled) is found by a full heartbeat: t
 each group on this host every ``SWEEP_MS``. Kafka finds expired sessions by a timer at the
 deadline; here they are found up to ``SWEEP_MS`` later, while any member beats. Kafka's consumers
 find new topics and partitions by refreshing metadata (``metadata.max.age.ms``, 5 minutes).
+
+A new member's join must not change the group's protocol unseen: Kafka refuses a member whose
+assignors share none with every member's (INCONSISTENT_GROUP_PROTOCOL), and picks the one most
+members prefer. So the meta item keeps the assignors every member supports, as each change that
+reads the group whole computes them, and a join that reads only the meta item is taken only
+when it leaves them and the protocol as they are (``keeps_protocol``). A change that read the
+group before such a join committed may keep more assignors than every member supports, never
+fewer: a later join it lets through still shares one with everyone.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 
 from tidelog.groups import items
 from tidelog.groups.consumer import items as consumer_items
@@ -37,7 +46,15 @@ from tidelog.groups.model import (
     session_over,
     stalled,
 )
-from tidelog.storage import ConditionFailedError, MetadataStore
+from tidelog.storage import (
+    ConditionFailedError,
+    Delete,
+    ItemAbsent,
+    ItemExists,
+    MetadataStore,
+    Put,
+    Write,
+)
 
 SWEEP_MS = 1000
 """How often each host reads a group whole on a heartbeat, while its members beat."""
@@ -109,11 +126,12 @@ def beat(
 
 
 def member_view(
-    meta: MetadataStore, name: str, member_id: str, *, with_assignment: bool
+    meta: MetadataStore, name: str, member_id: str, *, with_assignment: bool, reserved: bool = False
 ) -> Group | None:
     """The classic group as one member's requests see it, in one BatchGetItem: its meta item,
-    the member (or that it was fenced) and the group's last assignment (if asked for) but no
-    other member. ``None``: a consumer-protocol group."""
+    the member (or that it was fenced, or, if ``reserved``, that its id was handed out) and the
+    group's last assignment (if asked for) but no other member. ``None``: a consumer-protocol
+    group."""
     pk = items.group_pk(name)
     wanted = [
         (pk, items.META_SK),
@@ -122,6 +140,8 @@ def member_view(
     ]
     if with_assignment:
         wanted.append((pk, items.ASSIGNMENT_SK))
+    if reserved:
+        wanted.append((pk, items.PENDING_PREFIX + member_id))
     found = meta.get_many(wanted)
     if consumer_items.is_consumer(found.values()):
         return None
@@ -151,21 +171,28 @@ def rejoin(
     member_id: str,
     instance_id: str | None,
     *,
-    described: Callable[[Member, int], Member],
+    described: Callable[[Member | None, int], Member],
     now_ms: int,
 ) -> Joined | None:
     """Kafka's JoinGroup from a member in good standing while its group rebalances, with the
-    subscription it had: its item marked joined, in one BatchGetItem and one write conditional
-    on the meta item and its own. (A rebalance is a wave of these: each that read the group
-    whole read it once per member.) ``described(member, generation)`` is the member as the
-    request describes it, joined to the generation. ``None``: the full rejoin decides (a new
-    subscription, a reserved id, an ended session, a stalled rebalance, a write that lost a
-    race, a group that is not rebalancing or not classic)."""
-    group = member_view(meta, name, member_id, with_assignment=False)
+    subscription it had, or from a new member with the id it was handed while the group
+    gathers its members: one BatchGetItem, and one write conditional on the meta item and the
+    member's own items. (A rebalance is a wave of these: each that read the group whole read
+    it once per member, n squared in all.) ``described(member, generation)`` is the member as
+    the request describes it (``member`` as known, or ``None``: new), joined to the
+    generation. ``None``: the full rejoin decides (a new subscription, a static member's
+    first join, an assignor that could change the group's protocol, an ended session or
+    reservation, a stalled rebalance, a write that lost a race, a group that is not
+    rebalancing or not classic)."""
+    group = member_view(meta, name, member_id, with_assignment=False, reserved=True)
     if group is None or group.state not in REBALANCING or member_id in group.fenced:
         return None
     member = group.members.get(member_id)
-    if member is None or member.group_instance_id != instance_id:
+    if member is None:
+        return _join_reserved(
+            meta, group, member_id, instance_id, described=described, now_ms=now_ms
+        )
+    if member.group_instance_id != instance_id:
         return None
     # Stalled as far as this member's rebalance timeout goes: the full rejoin, which reads
     # everyone's, decides past it.
@@ -180,3 +207,50 @@ def rejoin(
     except ConditionFailedError:
         return None
     return Joined(member_id, group.generation, group.state)
+
+
+def _join_reserved(
+    meta: MetadataStore,
+    group: Group,
+    member_id: str,
+    instance_id: str | None,
+    *,
+    described: Callable[[Member | None, int], Member],
+    now_ms: int,
+) -> Joined | None:
+    """A new member joins the generation gathering, if the meta item shows that changes
+    nothing but the members: its reserved id claimed, its item written."""
+    if (
+        instance_id is not None  # a static member may replace its old self: the full join
+        or group.state != State.PREPARING_REBALANCE
+        or group.pending.get(member_id, -1) < now_ms
+    ):
+        return None
+    joined = described(None, group.generation)
+    # Stalled as far as its own rebalance timeout goes: the full join decides past it.
+    if stalled(replace(group, members={member_id: joined}), now_ms):
+        return None
+    if not keeps_protocol(group, joined):
+        return None
+    pk = items.group_pk(group.name)
+    writes: list[Write] = [
+        items.meta_check(group.name, group),
+        Delete(pk, items.PENDING_PREFIX + member_id, ItemExists()),
+        Put(items.member_item(group.name, joined), ItemAbsent()),
+    ]
+    try:
+        meta.transact(writes)
+    except ConditionFailedError:
+        return None
+    return Joined(member_id, group.generation, group.state)
+
+
+def keeps_protocol(group: Group, member: Member) -> bool:
+    """Does ``member`` joining leave the group's candidate assignors and its protocol as the
+    meta item has them? It does when the member supports every candidate (their intersection
+    stays) and votes for the protocol (Kafka's selectProtocol: the most votes; that one only
+    gains one). The protocol is chosen again at the join barrier, which reads every member."""
+    candidates = group.assignors
+    if not candidates or not candidates <= set(member.assignors):
+        return False
+    return next(a for a in member.assignors if a in candidates) == group.protocol
