@@ -23,6 +23,7 @@ from tidelog.kafka.apis import ApiKey
 from tidelog.kafka.codec import Request, build
 from tidelog.kafka.consumer_protocol import write_subscription
 from tidelog.kafka.mixed_groups import ClassicMembers
+from tidelog.storage import Put
 
 CONFIG = Config(session_timeout_ms=10_000, heartbeat_interval_ms=5_000)
 
@@ -262,3 +263,39 @@ def test_a_classic_group_too_big_to_convert_in_one_transaction_is_refused_and_ke
     assert refused.value.kafka_error.name == "GROUP_ID_NOT_FOUND"
     assert "Cannot upgrade" in refused.value.message
     assert len(s.classic.load("g").members) == 99  # still the classic group it was
+
+
+def test_a_classic_join_landing_during_an_upgrade_leaves_the_group_readable(monkeypatch):
+    """An upgrade replaces the classic group's items as it read them, on condition of the meta
+    item's version; a new member's join writes only its own items and leaves that version as
+    it is (a wave of joins would otherwise conflict). A join landing between the upgrade's read
+    and its write leaves its member item behind: in the consumer group it is no member, and
+    the client, told to join again, joins as a classic member of the consumer group."""
+    classic, _, topics, clock, meta = coordinator()
+    consumer = ConsumerCoordinator(meta, topics, Recorder(), clock_ms=clock, config=CONFIG)
+    topics.create("t", 4, {})
+    s = SimpleNamespace(consumer=consumer)
+    wanted = JoinRequest(topics=("t",), assignors=("range",), session_timeout_ms=6_000)
+    classic.rejoin("g", classic.reserve_member_id("g", wanted), wanted)  # a generation gathers
+    late = classic.reserve_member_id("g", wanted)
+    landed = []
+    transact = meta.transact
+
+    def racing(writes):
+        upgrading = any(
+            isinstance(w, Put) and w.item["sk"] == "meta" and w.item.get("type") == "consumer"
+            for w in writes
+        )
+        if upgrading and not landed:
+            landed.append(classic.rejoin("g", late, wanted))
+        return transact(writes)
+
+    monkeypatch.setattr(meta, "transact", racing)
+    join(s, "a")  # the upgrade
+    assert [j.member_id for j in landed] == [late]
+    assert (meta.get("group#g", f"member#{late}") or {}).get("protocol") is None  # left behind
+    group = consumer.describe("g")
+    assert isinstance(group, ConsumerGroup)
+    assert late not in group.members
+    cjoin(s, late)
+    assert consumer.describe("g").members[late].is_classic

@@ -43,6 +43,7 @@ PENDING_PREFIX = "pending#"
 # Offsets held in an open transaction, under the group's offsets key (tidelog.transactions):
 # a topic's name never holds "~", so they sort after the group's own offsets.
 TXN_OFFSET_PREFIX = "~txn#"
+ABSENT = ItemAbsent()
 
 
 def group_pk(group: str) -> str:
@@ -213,9 +214,12 @@ def member_writes(
     old: Mapping[str, _M],
     new: Mapping[str, _M],
     item_of: Callable[[str, _M], Item],
+    *,
+    vacant: Condition = ABSENT,
 ) -> list[Write]:
     """Members put or deleted, each conditional on the heartbeat it was read with: a member
-    changed by anyone else meanwhile makes the change computed again."""
+    changed by anyone else meanwhile makes the change computed again. A new member's key must
+    be ``vacant``."""
     writes: list[Write] = []
     for member_id, member in old.items():
         if member_id not in new:
@@ -231,7 +235,7 @@ def member_writes(
         if before == member:
             continue
         condition = (
-            ItemAbsent()
+            vacant
             if before is None
             else all_of(ItemExists(), Compare("heartbeat_ms", "=", before.heartbeat_ms))
         )

@@ -27,6 +27,7 @@ from tidelog.groups.consumer.model import (
     Target,
 )
 from tidelog.storage import (
+    AttrAbsent,
     Check,
     Compare,
     Condition,
@@ -38,6 +39,12 @@ from tidelog.storage import (
 )
 
 CONSUMER = "consumer"  # the meta item's type; a classic group's has none
+VACANT = AttrAbsent("protocol")
+"""A consumer member's key before it joins: no item, or a classic group's member item. An
+upgrade replaces the classic group's items as it read them, on condition of the meta item's
+version, which a new classic member's join leaves as it is (a wave of joins would conflict on
+it otherwise): a join landing between the upgrade's read and its write leaves its item behind.
+It is no member of the consumer group, and its client, told to join again, joins as one."""
 TARGET_SK = "target"
 
 
@@ -59,7 +66,7 @@ def group_from_items(name: str, found: Iterable[Mapping[str, object]]) -> Consum
                 epoch_ms=shared.int_of(item.get("epoch_ms", 0)),
                 incarnation=str(item.get("incarnation", "")),
             )
-        elif sk.startswith(shared.MEMBER_PREFIX):
+        elif sk.startswith(shared.MEMBER_PREFIX) and item.get("protocol") == CONSUMER:
             member = member_from_item(item)
             members[member.member_id] = member
         elif sk == TARGET_SK:
@@ -157,7 +164,7 @@ def diff(name: str, old: ConsumerGroup, new: ConsumerGroup) -> list[Write]:
     """The writes that turn ``old`` into ``new``: members put or deleted, each conditional on
     the heartbeat it was read with; the target when it changed; the meta item written (epoch or
     target moved) or checked."""
-    writes = shared.member_writes(name, old.members, new.members, member_item)
+    writes = shared.member_writes(name, old.members, new.members, member_item, vacant=VACANT)
     target_moved = new.target != old.target
     if target_moved:
         if new.members:
