@@ -158,6 +158,12 @@ class Flush(StandIn):
         return {"responses": [], "throttle_time": 0}
 
 
+def _sized(key: ApiKey, version: int, **body) -> bytes:
+    """The request's frame, its size first, as it goes on the wire."""
+    frame = _frame(key, version, load_request_schema(key, version)(**body))
+    return struct.pack(">i", len(frame)) + frame
+
+
 def _produce() -> bytes:
     body = {
         "transactional_id": None,
@@ -165,7 +171,7 @@ def _produce() -> bytes:
         "timeout": datetime.timedelta(seconds=30),
         "topic_data": (),
     }
-    return _sasl(ApiKey.PRODUCE, 9, **body)
+    return _sized(ApiKey.PRODUCE, 9, **body)
 
 
 def test_a_connection_keeps_as_many_produces_waiting_on_a_flush_as_it_sends(serve):
@@ -296,11 +302,6 @@ def test_a_request_hears_that_its_connection_is_gone(serve):
     assert handlers.saw_gone.wait(10)
 
 
-def _sasl(key: ApiKey, version: int, **body) -> bytes:
-    frame = _frame(key, version, load_request_schema(key, version)(**body))
-    return struct.pack(">i", len(frame)) + frame
-
-
 def test_a_request_sent_before_its_session_ended_is_served_whenever_its_turn_comes(serve):
     """KIP-368: a request that arrives after the session ended closes the connection; one that
     arrived before is served, even when it waits its turn behind slow ones past the end (as a
@@ -318,9 +319,9 @@ def test_a_request_sent_before_its_session_ended_is_served_whenever_its_turn_com
     port = asyncio.run_coroutine_threadsafe(server.start("127.0.0.1", 0), loop).result(10)
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-            sock.sendall(_sasl(ApiKey.SASL_HANDSHAKE, 1, mechanism="PLAIN"))
+            sock.sendall(_sized(ApiKey.SASL_HANDSHAKE, 1, mechanism="PLAIN"))
             receive_frame(sock)
-            sock.sendall(_sasl(ApiKey.SASL_AUTHENTICATE, 1, auth_bytes=b"\0alice\0secret"))
+            sock.sendall(_sized(ApiKey.SASL_AUTHENTICATE, 1, auth_bytes=b"\0alice\0secret"))
             receive_frame(sock)
             sock.sendall(_metadata(2) + _metadata(3))  # 3's turn comes at 0.8 s, after the end
             answered = [

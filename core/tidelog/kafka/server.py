@@ -248,10 +248,7 @@ class KafkaServer:
 
         async def in_turn() -> bytes | None:
             await turn
-            own = request.api_key in WAITING or request.api_key in LIVENESS
-            pool = self._waiting_pool if own else self._pool
-            if request.api_key == ApiKey.PRODUCE:
-                pool = self._producing_pool
+            pool = self._pool_for(request.api_key)
             try:
                 now = request
                 if who.auth is not None:
@@ -270,6 +267,13 @@ class KafkaServer:
         task.add_done_callback(self._requests.discard)
         pending.future = task
         return pending, taken
+
+    def _pool_for(self, api_key: int) -> ContextPool:
+        if api_key == ApiKey.PRODUCE:
+            return self._producing_pool
+        if api_key in WAITING or api_key in LIVENESS:
+            return self._waiting_pool
+        return self._pool
 
     def _bare_token(
         self,
