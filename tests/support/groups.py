@@ -13,6 +13,7 @@ from tidelog.groups.coordinator import Coordinator
 from tidelog.groups.model import Limits
 from tidelog.log.read.fetch import LogReader
 from tidelog.log.topics import Topics
+from tidelog.storage import MetadataStore
 from tidelog.storage.memory import MemoryMetadataStore, MemoryObjectStore
 
 
@@ -41,9 +42,11 @@ class QueuedRebalancer:
         return answers
 
 
-def coordinator(member_ids=None, limits: Limits | None = None):
+def coordinator(member_ids=None, limits: Limits | None = None, meta: MetadataStore | None = None):
+    """A coordinator over ``meta`` (a fresh in-memory table by default), member ids drawn from
+    ``member_ids`` (``m0``, ``m1``... by default)."""
     clock = Clock()
-    meta = MemoryMetadataStore()
+    meta = MemoryMetadataStore() if meta is None else meta
     topics = Topics(meta, clock)
     reader = LogReader(meta, MemoryObjectStore(clock))
     rebalancer = QueuedRebalancer()

@@ -9,12 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.support.counting import CountingStore
-from tests.support.groups import QueuedRebalancer
-from tests.support.log import Clock
+from tests.support.groups import coordinator
 
 from tidelog.assignors import ASSIGNORS, TopicPartition
 from tidelog.groups import items, sessions
-from tidelog.groups.coordinator import Coordinator
 from tidelog.groups.model import (
     REBALANCE_STALL_MS,
     InconsistentProtocolError,
@@ -27,10 +25,8 @@ from tidelog.groups.model import (
     requested_member,
     select_protocol,
 )
-from tidelog.log.read.fetch import LogReader
-from tidelog.log.topics import Topics
 from tidelog.storage import Put
-from tidelog.storage.memory import MemoryMetadataStore, MemoryObjectStore
+from tidelog.storage.memory import MemoryMetadataStore
 
 SESSION_MS = 10_000
 PARTITIONS = 12
@@ -39,19 +35,8 @@ LIMITS = Limits(min_session_timeout_ms=100, max_session_timeout_ms=60_000)
 
 
 def stack():
-    clock = Clock()
     meta = CountingStore(MemoryMetadataStore())
-    topics = Topics(meta, clock)
-    rebalancer = QueuedRebalancer()
-    coord = Coordinator(
-        meta,
-        topics,
-        LogReader(meta, MemoryObjectStore(clock)),
-        rebalancer,
-        clock_ms=clock,
-        limits=LIMITS,
-    )
-    rebalancer.coordinator = coord
+    coord, rebalancer, topics, clock, _ = coordinator(limits=LIMITS, meta=meta)
     topics.create("t", PARTITIONS, {})
     return coord, rebalancer, meta, clock
 

@@ -9,27 +9,22 @@ from dataclasses import replace
 
 import pytest
 from tests.support.counting import CountingStore
-from tests.support.groups import QueuedRebalancer
-from tests.support.log import Clock
+from tests.support.groups import coordinator
 
 from tidelog.assignors import TopicPartition
 from tidelog.groups import items, sessions
-from tidelog.groups.coordinator import Coordinator
 from tidelog.groups.model import (
     FencedInstanceError,
     IllegalGenerationError,
     JoinRequest,
-    Limits,
     RebalanceInProgressError,
     State,
     UnknownMemberError,
 )
 from tidelog.groups.offsets import OffsetCommit
 from tidelog.groups.sessions import SWEEP_MS, Sweeps
-from tidelog.log.read.fetch import LogReader
-from tidelog.log.topics import Topics
 from tidelog.storage import ConditionFailedError, Delete, Put
-from tidelog.storage.memory import MemoryMetadataStore, MemoryObjectStore
+from tidelog.storage.memory import MemoryMetadataStore
 
 MEMBERS = 20
 SESSION_MS = 10_000
@@ -37,19 +32,8 @@ SESSION_MS = 10_000
 
 @pytest.fixture
 def stack():
-    clock = Clock()
     meta = CountingStore(MemoryMetadataStore())
-    topics = Topics(meta, clock)
-    rebalancer = QueuedRebalancer()
-    coord = Coordinator(
-        meta,
-        topics,
-        LogReader(meta, MemoryObjectStore(clock)),
-        rebalancer,
-        clock_ms=clock,
-        limits=Limits(min_session_timeout_ms=100, max_session_timeout_ms=60_000),
-    )
-    rebalancer.coordinator = coord
+    coord, rebalancer, topics, clock, _ = coordinator(meta=meta)
     topics.create("t", MEMBERS, {})
     request = JoinRequest(
         topics=("t",), session_timeout_ms=SESSION_MS, rebalance_timeout_ms=SESSION_MS
