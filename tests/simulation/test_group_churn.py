@@ -1,4 +1,5 @@
-"""Members join, leave and die while commits flow; rebalances run on their own thread as the
+"""Members join (half of them as Kafka's clients since KIP-394, with the id they are handed
+first), leave and die while commits flow; rebalances run on their own thread as the
 state machine runs them, join barrier included. Checked, for an eager and a cooperative
 assignor:
 
@@ -26,7 +27,7 @@ from tests.support.resources import new_table
 
 from tidelog.errors import TidelogError
 from tidelog.groups.coordinator import Coordinator
-from tidelog.groups.model import JoinRequest, Limits
+from tidelog.groups.model import Joined, JoinRequest, Limits
 from tidelog.groups.offsets import OffsetCommit
 from tidelog.log.read.fetch import LogReader
 from tidelog.log.topics import Topics
@@ -120,8 +121,15 @@ def test_churn(meta, assignor):
         with lock:
             claims[member] = claims.get(member, set()) & keep
 
+    def join() -> Joined:
+        """As a Kafka client at JoinGroup v4 and later joins, with the id it is handed first
+        (KIP-394), or at once as an older one does."""
+        if rng.random() < 0.5:
+            return coord.join("g", request)
+        return coord.rejoin("g", coord.reserve_member_id("g", request), request)
+
     def member_life(lifetime: float, dies: bool) -> None:
-        joined = coord.join("g", request)
+        joined = join()
         member, generation = joined.member_id, joined.generation
         born = time.monotonic()
         while not stop.is_set() and time.monotonic() - born < lifetime:
@@ -139,7 +147,7 @@ def test_churn(meta, assignor):
                 if exc.kafka_error.name == "UNKNOWN_MEMBER_ID":
                     # Expired under a slow machine: join again, as a Kafka consumer does.
                     release(member)
-                    joined = coord.join("g", request)
+                    joined = join()
                     member, generation = joined.member_id, joined.generation
                     continue
                 raise
