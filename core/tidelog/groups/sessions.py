@@ -46,15 +46,7 @@ from tidelog.groups.model import (
     session_over,
     stalled,
 )
-from tidelog.storage import (
-    ConditionFailedError,
-    Delete,
-    ItemAbsent,
-    ItemExists,
-    MetadataStore,
-    Put,
-    Write,
-)
+from tidelog.storage import ConditionFailedError, Delete, ItemExists, MetadataStore
 
 SWEEP_MS = 1000
 """How often each host reads a group whole on a heartbeat, while its members beat."""
@@ -232,14 +224,10 @@ def _join_reserved(
         return None
     if not keeps_protocol(group, joined):
         return None
-    pk = items.group_pk(group.name)
-    writes: list[Write] = [
-        items.meta_check(group.name, group),
-        Delete(pk, items.PENDING_PREFIX + member_id, ItemExists()),
-        Put(items.member_item(group.name, joined), ItemAbsent()),
-    ]
+    claimed = Delete(items.group_pk(group.name), items.PENDING_PREFIX + member_id, ItemExists())
+    writes = items.member_writes(group.name, {}, {member_id: joined}, items.member_item)
     try:
-        meta.transact(writes)
+        meta.transact([items.meta_check(group.name, group), claimed, *writes])
     except ConditionFailedError:
         return None
     return Joined(member_id, group.generation, group.state)
