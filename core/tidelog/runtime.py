@@ -221,7 +221,7 @@ def log_reader() -> LogReader:
     from tidelog.log.read.abortedcache import AbortedCache  # noqa: PLC0415 - see above
     from tidelog.log.read.cache import ObjectCache  # noqa: PLC0415
     from tidelog.log.read.fetch import LogReader  # noqa: PLC0415
-    from tidelog.log.read.indexcache import IndexCache  # noqa: PLC0415
+    from tidelog.log.read.indexcache import DEFAULT_TTL_MS, IndexCache  # noqa: PLC0415
 
     config = settings()
     objects = object_store()
@@ -231,14 +231,18 @@ def log_reader() -> LogReader:
         cache = ObjectCache(config.cache_dir, config.cache_bytes, objects.get)
     # A long-running host (group commit on) reads flush objects whole (see ObjectCache). Every
     # host remembers the index entries it read lately (IndexCache): a warm Lambda environment
-    # serving a consumer's next fetch skips the index query as an agent does.
+    # serving a consumer's next fetch skips the index query as an agent does. No longer than
+    # the collector's grace period, so a remembered entry's object always exists.
     long_running = config.group_commit
     reader = LogReader(
         metadata_store(),
         objects,
         cache,
         whole_objects=long_running,
-        index_cache=IndexCache(lambda: time.monotonic_ns() // 1_000_000),
+        index_cache=IndexCache(
+            lambda: time.monotonic_ns() // 1_000_000,
+            ttl_ms=min(DEFAULT_TTL_MS, config.gc_grace_ms),
+        ),
         aborted_cache=AbortedCache(metadata_store()),
     )
     if long_running:  # its own commits' index entries, as its object cache has their objects

@@ -1,7 +1,10 @@
 """A long-running host's memory of index entries: a backlog read without re-querying pages it
-already has, never past its time to live, and the same records whatever the index did since."""
+already has, never past its time to live, within its bounds of memory, and the same records
+whatever the index did since."""
 
 from __future__ import annotations
+
+import itertools
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,7 +13,7 @@ from tests.support.log import tiny_log
 
 from tidelog.log.entries import LogEntry
 from tidelog.log.read.fetch import LogReader
-from tidelog.log.read.indexcache import IndexCache
+from tidelog.log.read.indexcache import DEFAULT_TTL_MS, IndexCache
 
 
 class Clock:
@@ -59,6 +62,101 @@ def test_partitions_beyond_the_bound_are_forgotten_oldest_first():
     assert cache.run_from("a", 0) == []
     assert cache.run_from("b", 0)
     assert cache.run_from("c", 0)
+
+
+def test_past_the_entries_bound_the_partitions_used_least_lately_are_forgotten():
+    cache = IndexCache(Clock(), entries=6)
+    for pk in ("a", "b", "c"):
+        cache.remember(pk, [entry(0, 1), entry(2, 3)])
+    assert len(cache) == 6
+    assert cache.run_from("a", 0), "a read is a use: b is now the least lately used"
+    cache.remember("d", [entry(0, 1)])
+    assert cache.run_from("b", 0) == []
+    assert [bool(cache.run_from(pk, 0)) for pk in "acd"] == [True, True, True]
+    assert len(cache) == 5
+    cache.forget("a")
+    assert len(cache) == 3
+
+
+def test_a_partition_past_the_entries_bound_on_its_own_keeps_its_newest():
+    cache = IndexCache(Clock(), entries=4)
+    cache.remember("other", [entry(0, 0)])
+    cache.remember("p", [entry(i, i) for i in range(6)])
+    assert cache.run_from("other", 0) == []
+    assert cache.run_from("p", 1) == []
+    assert [e.base_offset for e in cache.run_from("p", 2)] == [2, 3, 4, 5]
+    assert len(cache) == 4
+
+
+def test_stale_entries_leave_memory_when_their_partition_is_next_remembered():
+    clock = Clock()
+    cache = IndexCache(clock, ttl_ms=800)
+    cache.remember("p", [entry(i, i) for i in range(10)])
+    clock.now = 99  # within an eighth of the time to live of the last sweep: no sweep yet
+    cache.remember("p", [entry(10, 10)])
+    clock.now = 850
+    assert cache.run_from("p", 0) == [], "a run never uses a stale entry"
+    assert len(cache) == 11
+    cache.remember("p", [entry(11, 11)])
+    assert len(cache) == 2
+    assert [e.base_offset for e in cache.run_from("p", 10)] == [10, 11]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["remember", "read", "forget", "wait"]),
+            st.sampled_from("abcd"),
+            st.integers(0, 12),
+            st.integers(1, 5),
+        ),
+        max_size=60,
+    )
+)
+def test_a_run_holds_only_fresh_latest_contiguous_entries_within_both_bounds(steps):
+    clock = Clock()
+    cache = IndexCache(clock, ttl_ms=40, partitions=3, entries=10)
+    latest: dict[tuple[str, int], tuple[LogEntry, int]] = {}
+    for op, pk, base, size in steps:
+        if op == "remember":
+            remembered = [entry(b, b + size - 1, f"{clock.now}") for b in range(base, 20, size)]
+            cache.remember(pk, remembered[:4])
+            latest.update({(pk, e.base_offset): (e, clock.now) for e in remembered[:4]})
+        elif op == "read":
+            run = cache.run_from(pk, base)
+            for before, after in itertools.pairwise(run):
+                assert after.base_offset == before.last_offset + 1
+            for e in run:
+                assert latest[pk, e.base_offset][0] is e, "the latest remembered at its base"
+                assert clock.now - latest[pk, e.base_offset][1] < 40, "fresh"
+            assert not run or run[0].base_offset <= base <= run[0].last_offset
+        elif op == "forget":
+            cache.forget(pk)
+            assert cache.run_from(pk, base) == []
+        else:
+            clock.now += size * 5
+        held = sum(len(p.entries) for p in cache._partitions.values())
+        assert len(cache) == held <= 10
+        assert all(p.bases == sorted(p.entries) for p in cache._partitions.values())
+        assert len(cache._partitions) <= 3
+
+
+def test_a_host_remembers_entries_no_longer_than_the_collectors_grace(monkeypatch):
+    from tidelog import runtime
+
+    monkeypatch.setenv("TIDELOG_TABLE", "t")
+    monkeypatch.setenv("TIDELOG_BUCKET", "b")
+    monkeypatch.setenv("TIDELOG_CACHE_BYTES", "0")
+    for grace, ttl in ((10**9, DEFAULT_TTL_MS), (30_000, 30_000)):
+        monkeypatch.setenv("TIDELOG_GC_GRACE_MS", str(grace))
+        runtime.reset()
+        try:
+            index_cache = runtime.log_reader().index_cache
+            assert index_cache is not None
+            assert index_cache.ttl_ms == ttl
+        finally:
+            runtime.reset()
 
 
 def backlog(tmp_path, runs: int):

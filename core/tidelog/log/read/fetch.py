@@ -122,6 +122,10 @@ class LogReader:
     def cache(self) -> ObjectCache | None:
         return self._cache
 
+    @property
+    def index_cache(self) -> IndexCache | None:
+        return self._index_cache
+
     def remember_committed(self, committed: Committed) -> None:
         """The index entries this process just wrote, remembered as if read: a fetch from its
         own commit then queries no index (tidelog.log.feed)."""
