@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 
 from tidelog.log.entries import LogEntry
 
-DEFAULT_TTL_MS = 5 * 60 * 1000
+DEFAULT_TTL_MS = 60_000
 DEFAULT_PARTITIONS = 10_000
 DEFAULT_ENTRIES = 65_536
 _SWEEPS_PER_TTL = 8  # stale entries are dropped at most this often a time to live, a partition
