@@ -188,4 +188,16 @@ def run(progress: Any = print) -> Section:
         "invocation) is not simulated: the rebalance row adds only the stores' latencies to what "
         "the emulator takes.",
     ]
+    section.notes += [
+        "**Through an agent** (2026-11-27): group commit flushes a lone message at once, so its "
+        "produce waits "
+        "one PUT and one transaction: 88 ms at the median under the profile (60 + 12 ms drawn, "
+        "the rest the agent and librdkafka), 239 ms at p99, against the goal of 150 ms. The goal "
+        "is out of reach on S3 Standard as the profile models it: a PUT's own p99 is 250 ms "
+        "(docs/cost.md, from published measurements), so a produce's p99 is S3's. Hedging the PUT "
+        "(a second PUT of the same object when the first is slow, the first answer kept) would "
+        "need to start the second after about 50 ms to bring the PUT's p99 near 100 ms: 60% more "
+        "PUTs. S3 Express One Zone (single-digit ms PUTs) is the way to a 150 ms p99; the profile "
+        "has no model of it yet.",
+    ]
     return section

@@ -86,6 +86,11 @@ def run(progress: Any = print) -> Section:
         f"offsets included), `tidelog dev` {soaked['dev_mb'][0]} -> {soaked['dev_mb'][1]} MB, "
         f"median poll {soaked['poll_ms'][0]} -> {soaked['poll_ms'][1]} ms (a 200 ms poll)."
     )
+    section.notes += [
+        "Consume: the loop posts one multi-partition fetch after another for all six partitions "
+        "(base64, each key and value decoded) and resumes each from `next_offset`; the Consumer, "
+        "assigned the six partitions from the start, does the same work.",
+    ]
     return section
 
 

@@ -204,4 +204,8 @@ def run(progress: Any = print) -> Section:
         "pydantic-core call, and puts the answer together around them.",
         "Where the time went, and what each change bought, is in docs/decisions.md (issue 15).",
     ]
+    section.notes += [
+        "Before those changes, in the same setup: JSON produce 21,543 records/s against raw "
+        "71,004-79,550 (0.27-0.31x); JSON fetch 66,518 against 199,548 (0.31-0.36x).",
+    ]
     return section

@@ -90,6 +90,16 @@ def run(progress: Any = print) -> Section:
         "Sizes in the heads turn sizing from a query per partition into the head reads the "
         "offsets already make: the describe with sizes costs what the one without does."
     )
+    section.notes += [
+        "(2026-11-27) Metadata keeps each big topic's encoded entry, by topic, range and the "
+        "agents' ids "
+        "(tidelog.kafka.codec.KeyedPartitions): asked again, a 10,000-partition topic answers in "
+        "24 ms at the median and 70 ms at p99 (goal: p99 <= 100 ms); before, every ask took 283 "
+        "ms at the median and 602 ms at p99 (a rendezvous hash per partition, every field of "
+        "every partition classified and encoded through kio again, and 10,000 answers allocated "
+        "in a process whose collector then swept a large heap). The first ask after an agent "
+        "comes or goes pays the encoding once (235 ms here).",
+    ]
     return section
 
 
