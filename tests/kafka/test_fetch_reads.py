@@ -22,7 +22,7 @@ from tidelog.log import keys
 from tidelog.log.feed import CommitFeed
 from tidelog.log.head import read_heads
 from tidelog.log.read.fetch import LogReader
-from tidelog.log.read.indexcache import IndexCache
+from tidelog.log.read.indexcache import DEFAULT_TTL_MS, IndexCache
 from tidelog.log.topics import TopicCache
 from tidelog.log.write.staging import StagingArea
 from tidelog.log.write.writer import Writer
@@ -250,6 +250,40 @@ def test_a_long_poll_wakes_on_this_agents_own_commit_without_the_watchers_read(
     finally:
         gate.set()
         poll.join(5)
+
+
+@pytest.mark.parametrize(("later_ms", "queries"), [(30_000, 0), (DEFAULT_TTL_MS, PARTITIONS)])
+def test_a_group_reading_what_this_agent_committed_lately_queries_no_index(
+    stack, monkeypatch, tmp_path, later_ms, queries
+):
+    """An agent commits what it leads: a group that forms on it half a minute later (the 3 s
+    initial delay, the joins) reads its records with no query of the index. Past the entries'
+    lifetime, each partition is queried once again."""
+    log, counting = stack
+    feed = CommitFeed()
+    clock = [0]
+    reader = LogReader(counting, log.objects, index_cache=IndexCache(lambda: clock[0]))
+    feed.subscribe(reader.remember_committed)
+    monkeypatch.setattr(runtime, "log_reader", lambda: reader)
+    agent = Writer(
+        log.meta,
+        log.objects,
+        StagingArea(tmp_path / "agent"),
+        clock_ms=log.clock,
+        sleep=time.sleep,
+        jitter=lambda: 0.5,
+        on_commit=feed.publish,
+    )
+    monkeypatch.setattr(log, "writer", agent)
+    for p in range(PARTITIONS):
+        log.produce(p, [(None, b"led-%d" % p)])
+    clock[0] += later_ms
+    answer = fetch(dict.fromkeys(range(PARTITIONS), 3))
+    (topic,) = answer["responses"]
+    assert sorted(values(p)[0] for p in topic["partitions"]) == [
+        b"led-%d" % p for p in range(PARTITIONS)
+    ]
+    assert counting.calls["query"] == queries
 
 
 def test_a_read_committed_long_poll_behind_an_open_transaction_reads_once(stack):
