@@ -47,6 +47,27 @@ def stack(tmp_path, monkeypatch):
     return log, counting
 
 
+def agent_commits(log, counting, tmp_path, monkeypatch, clock_ms) -> None:
+    """The log written and read as `tidelog agent` wires it (tidelog.runtime): each commit
+    publishes its head and index entries, which the reader remembers (its clock ``clock_ms``)
+    and the long-poll watcher hears."""
+    feed = CommitFeed()
+    monkeypatch.setattr(runtime, "commit_feed", lambda: feed)
+    reader = LogReader(counting, log.objects, index_cache=IndexCache(clock_ms))
+    feed.subscribe(reader.remember_committed)
+    monkeypatch.setattr(runtime, "log_reader", lambda: reader)
+    writer = Writer(
+        log.meta,
+        log.objects,
+        StagingArea(tmp_path / "agent"),
+        clock_ms=log.clock,
+        sleep=time.sleep,
+        jitter=lambda: 0.5,
+        on_commit=feed.publish,
+    )
+    monkeypatch.setattr(log, "writer", writer)
+
+
 def fetch(
     partitions: dict[int, int],
     version: int = 12,
@@ -201,11 +222,7 @@ def test_a_long_poll_wakes_on_this_agents_own_commit_without_the_watchers_read(
     after the first is held past the fetch's answer. The woken fetch reads the record with no
     call to the table: the commit gave its head and its index entry."""
     log, counting = stack
-    feed = CommitFeed()
-    monkeypatch.setattr(runtime, "commit_feed", lambda: feed)
-    reader = LogReader(counting, log.objects, index_cache=IndexCache(lambda: 0))
-    feed.subscribe(reader.remember_committed)
-    monkeypatch.setattr(runtime, "log_reader", lambda: reader)
+    agent_commits(log, counting, tmp_path, monkeypatch, lambda: 0)
     held, gate = threading.Event(), threading.Event()
     reads = itertools.count()
 
@@ -217,16 +234,6 @@ def test_a_long_poll_wakes_on_this_agents_own_commit_without_the_watchers_read(
 
     monkeypatch.setattr(fetch_module, "_read_heads", first_fast_then_held)
     handlers = Handlers(Solo(Node(1, "h", 9092)))  # its watcher listens to the feed
-    agent = Writer(
-        log.meta,
-        log.objects,
-        StagingArea(tmp_path / "agent"),
-        clock_ms=log.clock,
-        sleep=time.sleep,
-        jitter=lambda: 0.5,
-        on_commit=feed.publish,
-    )
-    monkeypatch.setattr(log, "writer", agent)
     answers: list[dict] = []
     poll = threading.Thread(
         target=lambda: answers.append(
@@ -260,21 +267,8 @@ def test_a_group_reading_what_this_agent_committed_lately_queries_no_index(
     initial delay, the joins) reads its records with no query of the index. Past the entries'
     lifetime, each partition is queried once again."""
     log, counting = stack
-    feed = CommitFeed()
     clock = [0]
-    reader = LogReader(counting, log.objects, index_cache=IndexCache(lambda: clock[0]))
-    feed.subscribe(reader.remember_committed)
-    monkeypatch.setattr(runtime, "log_reader", lambda: reader)
-    agent = Writer(
-        log.meta,
-        log.objects,
-        StagingArea(tmp_path / "agent"),
-        clock_ms=log.clock,
-        sleep=time.sleep,
-        jitter=lambda: 0.5,
-        on_commit=feed.publish,
-    )
-    monkeypatch.setattr(log, "writer", agent)
+    agent_commits(log, counting, tmp_path, monkeypatch, lambda: clock[0])
     for p in range(PARTITIONS):
         log.produce(p, [(None, b"led-%d" % p)])
     clock[0] += later_ms
