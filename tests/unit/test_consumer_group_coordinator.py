@@ -128,6 +128,37 @@ def test_leaving_frees_partitions_and_a_static_member_is_waited_for(stack):
     assert "b" not in consumer.describe("g").members
 
 
+def test_a_heartbeat_sent_before_a_static_leave_and_landing_after_it_is_fenced(stack, monkeypatch):
+    """A closing consumer's last heartbeat, read before its leave (-2) was written and written
+    after it, must not bring the member back: the new instance of it could then never take its
+    place (UNRELEASED_INSTANCE_ID until the session ran out). Kafka serializes the two; here the
+    leave restarts the member's session, which the heartbeat's write is conditional on."""
+    consumer, _, _, _, clock = stack
+    a = join(consumer, "a", instance_id="i-a")
+    consumer.assign("g", a.epoch)
+    held = beat(consumer, "a", a.epoch).assignment
+    clock.now += 1_000
+    transact = consumer._meta.transact
+    left = []
+
+    def leave_lands_first(writes):
+        if not left:
+            left.append(None)  # the leave's own write goes straight through
+            left[0] = consumer.heartbeat("g", Heartbeat("a", -2, instance_id="i-a"))
+        return transact(writes)
+
+    monkeypatch.setattr(consumer._meta, "transact", leave_lands_first)
+    clock.now += 1
+    with pytest.raises(TidelogError) as late:
+        consumer.heartbeat("g", Heartbeat("a", a.epoch, instance_id="i-a", owned=held))
+    monkeypatch.undo()
+    assert [x.epoch for x in left] == [-2]
+    assert late.value.kafka_error.name == "FENCED_MEMBER_EPOCH"
+    assert consumer.describe("g").members["a"].epoch == -2
+    back = join(consumer, "a-new", instance_id="i-a")  # the same instance, restarted
+    assert back.assignment == held
+
+
 def test_a_silent_member_and_one_that_never_revokes_are_removed(stack):
     consumer, _, _, _, clock = stack
     join(consumer, "a", rebalance_timeout_ms=5_000)

@@ -134,7 +134,7 @@ def heartbeat(
 ) -> Outcome:
     """``group`` as loaded, its sessions already judged (``expire``)."""
     if request.epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-        return _leave(group, request)
+        return _leave(group, request, now_ms)
     member, group = _member(group, request)
     changed = _updated(member, request, now_ms)
     subscription_changed = (changed.topics, changed.pattern) != (member.topics, member.pattern)
@@ -270,7 +270,7 @@ def _updated(member: Member, request: Heartbeat, now_ms: int) -> Member:
     )
 
 
-def _leave(group: ConsumerGroup, request: Heartbeat) -> Outcome:
+def _leave(group: ConsumerGroup, request: Heartbeat, now_ms: int) -> Outcome:
     if request.instance_id is None:
         member = group.members.get(request.member_id)
         if member is None:
@@ -288,8 +288,11 @@ def _leave(group: ConsumerGroup, request: Heartbeat) -> Outcome:
         )
     if request.epoch == LEAVE_EPOCH:
         return _left(without(group, member.member_id), member.member_id, LEAVE_EPOCH)
-    # -2: gone for now. Its partitions wait one session for it (or a new instance of it).
-    paused = replace(member, epoch=STATIC_LEAVE_EPOCH, revoking=NONE)
+    # -2: gone for now. Its partitions wait one session for it, from now (or a new instance of
+    # it). The session restarts as at every heartbeat Kafka hears, and the member's item is
+    # written conditional on its heartbeat: a heartbeat it sent before leaving, read before
+    # this and landing after, would otherwise bring it back to life (it finds this changed).
+    paused = replace(member, epoch=STATIC_LEAVE_EPOCH, revoking=NONE, heartbeat_ms=now_ms)
     group = replace(group, members={**group.members, member.member_id: paused})
     return _left(group, member.member_id, STATIC_LEAVE_EPOCH)
 
