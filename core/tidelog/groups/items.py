@@ -8,7 +8,8 @@ Items (one table, ``pk``/``sk``)::
     ("group#<group>", "member#<member id>")     a member: subscription, timeouts, last heartbeat
     ("group#<group>", "fenced#<member id>")     a static member's old id, replaced by a rejoin
     ("group#<group>", "pending#<member id>")    an id handed out for a member's first join
-    ("group#<group>", "assignment")             the assignment of the last completed generation
+    ("group#<group>", "assignment")             the last completed generation's assignment: each
+                                                member's partitions, {topic: "0,1,5"}
     ("offsets#<group>", "<topic>#<partition>")  a committed offset
 """
 
@@ -133,12 +134,34 @@ def assignment_from_item(item: Mapping[str, object]) -> Assignment:
     return Assignment(
         generation=int_of(item["generation"]),
         protocol=None if item.get("protocol") is None else str(item["protocol"]),
-        members={
-            str(m): tuple(TopicPartition(str(t), int_of(p)) for t, p in tps)
-            for m, tps in members.items()
-        },
+        members={str(m): _assigned(tps) for m, tps in members.items()},
         partitions={str(t): int_of(n) for t, n in sizes.items()},
     )
+
+
+def _assigned(stored: object) -> tuple[TopicPartition, ...]:
+    """A member's partitions as its assignment item holds them: ``{topic: "0,1,5"}``, or, as
+    items written before that, ``[[topic, partition], ...]``."""
+    if isinstance(stored, Mapping):
+        return tuple(
+            sorted(
+                TopicPartition(str(t), int(p))
+                for t, listed in stored.items()
+                for p in str(listed).split(",")
+            )
+        )
+    assert isinstance(stored, list)
+    return tuple(TopicPartition(str(t), int_of(p)) for t, p in stored)
+
+
+def _stored(partitions: Iterable[TopicPartition]) -> dict[str, str]:
+    """``{topic: "0,1,5"}``: a partition a few bytes, where a ``[topic, partition]`` pair cost
+    a list of two (a 100-member group's item over 600 partitions was twice the read units, and
+    ten times botocore's parsing: docs/decisions.md)."""
+    by_topic: dict[str, list[str]] = {}
+    for topic, partition in sorted(partitions):
+        by_topic.setdefault(topic, []).append(str(partition))
+    return {topic: ",".join(listed) for topic, listed in by_topic.items()}
 
 
 def assignment_item(name: str, assignment: Assignment | None) -> Item:
@@ -147,7 +170,7 @@ def assignment_item(name: str, assignment: Assignment | None) -> Item:
         "pk": group_pk(name),
         "sk": ASSIGNMENT_SK,
         "generation": assignment.generation,
-        "members": {m: [[t, p] for t, p in tps] for m, tps in assignment.members.items()},
+        "members": {m: _stored(tps) for m, tps in assignment.members.items()},
         "partitions": dict(assignment.partitions),
     }
     if assignment.protocol is not None:
