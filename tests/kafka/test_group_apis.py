@@ -59,7 +59,8 @@ class Agent:
     run and plays the state machine, then ``meanwhile`` (what other members do)."""
 
     def __init__(self, partitions: int = 4) -> None:
-        self.coord, self.rebalancer, self.topics, self.clock, meta = coordinator()
+        self.coord, self.rebalancer, self.topics, self.clock, self.meta = coordinator()
+        meta = self.meta
         self.topics.create("t", partitions, {})
         self.meanwhile: Callable[[], None] = lambda: None
         self.consumer = ConsumerCoordinator(
@@ -285,6 +286,47 @@ def test_sync_and_heartbeat_for_a_generation_not_the_groups():
     assert agent.sync(a, generation)["error_code"] == REBALANCING
     assert agent.beat(a, generation) == REBALANCING
     assert agent.sync(b.member_id, generation + 1)["error_code"] == NONE
+
+
+def test_a_sync_group_finds_a_written_assignment_without_reading_the_group_whole(monkeypatch):
+    """Its own items, the meta item and the assignment, by key: 100 members' SyncGroups each
+    waited for two reads of a 100-member group."""
+    agent = Agent()
+    joined = agent.join()  # answered once the state machine has written the assignment
+    real = agent.meta.query
+    whole: list[str] = []
+
+    def query(pk, *args, **kwargs):
+        whole.extend([pk] if pk == "group#g" else [])
+        return real(pk, *args, **kwargs)
+
+    monkeypatch.setattr(agent.meta, "query", query)
+    answer = agent.sync(joined["member_id"], joined["generation_id"])
+    assert answer["partitions"] == tps(0, 1, 2, 3)
+    assert whole == []
+
+
+def test_a_torn_view_is_left_to_a_read_of_the_whole_group(monkeypatch):
+    """Items read by key are each as they were when read: here the meta item after the next
+    generation began, the assignment before it was written. The view says the member is
+    behind; the group, read whole, has its assignment."""
+    agent = Agent()
+    joined = agent.join()
+    real = agent.meta.get_many
+
+    def torn(keys):
+        found = dict(real(keys))
+        for key, item in list(found.items()):
+            if key[1] == "assignment":
+                del found[key]
+            elif key[1] == "meta":
+                found[key] = {**item, "generation": item["generation"] + 1}
+        return found
+
+    monkeypatch.setattr(agent.meta, "get_many", torn)
+    answer = agent.sync(joined["member_id"], joined["generation_id"])
+    assert answer["error_code"] == NONE
+    assert answer["partitions"] == tps(0, 1, 2, 3)
 
 
 def test_a_cooperative_member_learns_what_it_gives_up_though_the_hand_over_has_begun():

@@ -105,6 +105,14 @@ class Coordinator:
         ConsumerProtocolGroupError for a consumer group's name)."""
         return stored.load_meta(self._meta, name)
 
+    def member_view(self, name: str, member_id: str) -> Group:
+        """The classic group as one member sees it: the meta item, the member's own items and
+        the last assignment, in one read by key (ConsumerProtocolGroupError likewise)."""
+        view = sessions.member_view(self._meta, name, member_id, with_assignment=True)
+        if view is None:
+            return self.load_meta(name)  # a consumer group's: it says so
+        return view
+
     def groups(self) -> list[AnyGroup]:
         """Every group, of either protocol, sessions that ran out removed (not written)."""
         return [self.current(str(item["sk"])) for item in self._meta.query(items.GROUPS_PK)]

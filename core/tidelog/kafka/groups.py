@@ -170,8 +170,10 @@ class GroupHandlers:
             return None
 
         try:
-            self._coordinator().load_meta(validate_group_id(name))  # a consumer group's?
-            assignment = self._waiting.until(name, member_id, assigned)
+            view = self._coordinator().member_view(validate_group_id(name), member_id)
+            assignment = _found(view, member_id, assigned) or self._waiting.until(
+                name, member_id, assigned
+            )
         except ConsumerProtocolGroupError:
             return self._classic_members.sync(request)
         except TidelogError as exc:
@@ -387,6 +389,18 @@ def _join_error(error: TidelogError, member_id: str) -> Answer:
         "member_id": member_id,
         "members": [],
     }
+
+
+def _found(view: Group, member_id: str, assigned: Callable[[Group], _R | None]) -> _R | None:
+    """What the member's view shows of its assignment, if it shows it: a view is read by key,
+    each item as it was when read, not the whole group at one moment, so only an assignment
+    found is taken from it; anything else is for a read of the whole group to say."""
+    if member_id not in view.members:
+        return None
+    try:
+        return assigned(view)
+    except TidelogError:
+        return None
 
 
 def _joined(member_id: str) -> Callable[[Group], tuple[int, str | None] | None]:
