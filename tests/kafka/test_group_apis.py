@@ -60,11 +60,10 @@ class Agent:
 
     def __init__(self, partitions: int = 4) -> None:
         self.coord, self.rebalancer, self.topics, self.clock, self.meta = coordinator()
-        meta = self.meta
         self.topics.create("t", partitions, {})
         self.meanwhile: Callable[[], None] = lambda: None
         self.consumer = ConsumerCoordinator(
-            meta, self.topics, Recorder(), clock_ms=self.clock, config=Config()
+            self.meta, self.topics, Recorder(), clock_ms=self.clock, config=Config()
         )
         self.groups = GroupHandlers(
             Solo(Node(7, "agent.local", 9092)),

@@ -64,7 +64,8 @@ def test_an_item_written_before_reads_as_it_did():
 
 
 def test_a_big_groups_item_is_under_half_what_pairs_took():
-    """As DynamoDB holds them (its read units are counted by size)."""
+    """On the wire, where botocore parses every value of it (DynamoDB counts its read units by
+    size too)."""
     members = {
         f"member-{m:032x}": tuple(TopicPartition("big-topic", p) for p in range(m * 6, m * 6 + 6))
         for m in range(100)
