@@ -110,7 +110,7 @@ class Coordinator:
         the last assignment, in one read by key (ConsumerProtocolGroupError likewise)."""
         view = sessions.member_view(self._meta, name, member_id, with_assignment=True)
         if view is None:
-            return self.load_meta(name)  # a consumer group's: it says so
+            raise stored.not_classic(name)
         return view
 
     def groups(self) -> list[AnyGroup]:

@@ -37,11 +37,15 @@ def load_meta(meta: MetadataStore, name: str) -> Group:
 
 def _classic(name: str, found: list[Item]) -> Group:
     if consumer_items.is_consumer(found):
-        raise ConsumerProtocolGroupError(
-            f"group {name} uses the consumer protocol (KIP-848): its members join with "
-            "ConsumerGroupHeartbeat (group.protocol=consumer)"
-        )
+        raise not_classic(name)
     return items.group_from_items(name, found)
+
+
+def not_classic(name: str) -> ConsumerProtocolGroupError:
+    return ConsumerProtocolGroupError(
+        f"group {name} uses the consumer protocol (KIP-848): its members join with "
+        "ConsumerGroupHeartbeat (group.protocol=consumer)"
+    )
 
 
 def load_any(
