@@ -74,6 +74,7 @@ def serve():
         servers.append(server)
         return server, port
 
+    start.loop = loop
     yield start
     for server in servers:
         asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
@@ -253,6 +254,38 @@ def test_a_failing_handler_closes_its_connection_and_nothing_is_left(serve):
             )._header.correlation_id
             == 7
         )
+
+
+def test_requests_left_waiting_their_turn_when_the_server_stops_never_take_effect(serve, caplog):
+    # A failure closes the connection while the request after it runs and one more waits
+    # behind that: stopping the server must not start the last one once the one before it
+    # is cancelled, as if its turn had come.
+    release = threading.Event()
+
+    class Blocking(StandIn):
+        def _answer(self, request, queued):
+            if request.correlation_id == 1:
+                self.effects.append(1)
+                release.wait(10)
+                return super()._answer(request, queued)
+            return super()._answer(request, queued)
+
+    handlers = Blocking(fail_on=0)
+    server, port = serve(handlers)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"".join(_metadata(n) for n in range(3)))
+        assert receive_frame(sock) == b""  # closed, unanswered: request 0 failed
+    deadline = time.monotonic() + 10
+    while handlers.effects[:2] != [0, 1] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    try:
+        asyncio.run_coroutine_threadsafe(server.stop(), serve.loop).result(10)
+    finally:
+        release.set()
+    time.sleep(0.2)  # what a wrongly started request would take to run
+    assert handlers.effects == [0, 1, 1]  # request 1's own, then its answer; never 2
+    # Nor handed to a pool that has shut down (the loop logs what its callbacks raise).
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
 
 
 def test_a_client_that_has_sent_all_it_will_still_reads_its_answers(serve):
