@@ -6,6 +6,7 @@ flight."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import socket
 import struct
@@ -256,7 +257,10 @@ def test_a_failing_handler_closes_its_connection_and_nothing_is_left(serve):
         )
 
 
-def test_requests_left_waiting_their_turn_when_the_server_stops_never_take_effect(serve, caplog):
+@pytest.mark.parametrize("listener", ["PLAINTEXT", "SASL_PLAINTEXT"])
+def test_requests_left_waiting_their_turn_when_the_server_stops_never_take_effect(
+    serve, caplog, listener
+):
     # A failure closes the connection while the request after it runs and one more waits
     # behind that: stopping the server must not start the last one once the one before it
     # is cancelled, as if its turn had come.
@@ -267,22 +271,28 @@ def test_requests_left_waiting_their_turn_when_the_server_stops_never_take_effec
             if request.correlation_id == 1:
                 self.effects.append(1)
                 release.wait(10)
-                return super()._answer(request, queued)
             return super()._answer(request, queued)
 
     handlers = Blocking(fail_on=0)
-    server, port = serve(handlers)
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(b"".join(_metadata(n) for n in range(3)))
-        assert receive_frame(sock) == b""  # closed, unanswered: request 0 failed
-    deadline = time.monotonic() + 10
-    while handlers.effects[:2] != [0, 1] and time.monotonic() < deadline:
-        time.sleep(0.01)
-    try:
-        asyncio.run_coroutine_threadsafe(server.stop(), serve.loop).result(10)
-    finally:
-        release.set()
-    time.sleep(0.2)  # what a wrongly started request would take to run
+    with contextlib.ExitStack() as stack:
+        if listener == "PLAINTEXT":
+            server, port = serve(handlers)
+            loop = serve.loop
+        else:
+            server, loop, port = stack.enter_context(_sasl_listener(handlers))
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            if listener != "PLAINTEXT":
+                _log_in(sock)
+            sock.sendall(b"".join(_metadata(n) for n in range(3)))
+            assert receive_frame(sock) == b""  # closed, unanswered: request 0 failed
+        deadline = time.monotonic() + 10
+        while handlers.effects[:2] != [0, 1] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        try:
+            asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
+        finally:
+            release.set()
+        time.sleep(0.2)  # what a wrongly started request would take to run
     assert handlers.effects == [0, 1, 1]  # request 1's own, then its answer; never 2
     # Nor handed to a pool that has shut down (the loop logs what its callbacks raise).
     assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
@@ -339,23 +349,11 @@ def test_a_request_sent_before_its_session_ended_is_served_whenever_its_turn_com
     """KIP-368: a request that arrives after the session ended closes the connection; one that
     arrived before is served, even when it waits its turn behind slow ones past the end (as a
     producer's did, behind produces taking a second, when librdkafka renewed at 90%)."""
-    meta = MemoryMetadataStore()
-    credentials = Credentials(meta)
-    credential = Credential.from_password("SCRAM-SHA-256", "secret", b"salt", 4096)
-    meta.write(credentials.put("SCRAM-SHA-256", "alice", credential))
-    sasl = SaslSettings(("PLAIN",), credentials, plain_over_plaintext=True, max_reauth_s=0.5)
     handlers = StandIn(delay=0.4)  # correlation id 2: 0.8 s; 3: at once
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    server = KafkaServer(handlers, listener="SASL_PLAINTEXT", sasl=sasl)
-    port = asyncio.run_coroutine_threadsafe(server.start("127.0.0.1", 0), loop).result(10)
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-            sock.sendall(_sized(ApiKey.SASL_HANDSHAKE, 1, mechanism="PLAIN"))
-            receive_frame(sock)
-            sock.sendall(_sized(ApiKey.SASL_AUTHENTICATE, 1, auth_bytes=b"\0alice\0secret"))
-            receive_frame(sock)
+    with _sasl_listener(handlers, max_reauth_s=0.5) as (_, _, port):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        with sock:
+            _log_in(sock)
             sock.sendall(_metadata(2) + _metadata(3))  # 3's turn comes at 0.8 s, after the end
             answered = [
                 MetadataResponse.decode(receive_frame(sock), version=1, header=True) for _ in "ab"
@@ -363,7 +361,32 @@ def test_a_request_sent_before_its_session_ended_is_served_whenever_its_turn_com
             assert [a._header.correlation_id for a in answered] == [2, 3]
             sock.sendall(_metadata(6))  # sent after the end: the connection closes
             assert receive_frame(sock) == b""
+
+
+@contextlib.contextmanager
+def _sasl_listener(handlers, **settings):
+    """A SASL_PLAINTEXT listener taking PLAIN for alice (password "secret"), on a loop of its
+    own: the server, its loop and its port."""
+    meta = MemoryMetadataStore()
+    credentials = Credentials(meta)
+    credential = Credential.from_password("SCRAM-SHA-256", "secret", b"salt", 4096)
+    meta.write(credentials.put("SCRAM-SHA-256", "alice", credential))
+    sasl = SaslSettings(("PLAIN",), credentials, plain_over_plaintext=True, **settings)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    server = KafkaServer(handlers, listener="SASL_PLAINTEXT", sasl=sasl)
+    port = asyncio.run_coroutine_threadsafe(server.start("127.0.0.1", 0), loop).result(10)
+    try:
+        yield server, loop, port
     finally:
         asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
+
+
+def _log_in(sock: socket.socket) -> None:
+    sock.sendall(_sized(ApiKey.SASL_HANDSHAKE, 1, mechanism="PLAIN"))
+    receive_frame(sock)
+    sock.sendall(_sized(ApiKey.SASL_AUTHENTICATE, 1, auth_bytes=b"\0alice\0secret"))
+    receive_frame(sock)
