@@ -125,12 +125,14 @@ def run(progress: Any = print) -> Section:
         "(the other run's agent did not stop in time) before, 10.1 and 8.2 s after; a death at "
         "100 moved in 22.8 s before, 19.8 and 16.2 s after.",
         "tansu, driven alike (the same members, group and records; its own moto server), formed "
-        "the 30-member group in 23.5 s and 33.8 s in two runs on 2026-11-28 (9.3-21.7 s in "
-        "three probes the same day, librdkafka timing out requests to its coordinator) and "
-        "neither larger one within the minute; so where it did not form, the ratio is a bound. "
-        "It takes no part in the death column.",
+        "the 30-member group in 23.5 s, 33.8 s and 9.3 s in three runs on 2026-11-28 "
+        "(9.3-21.7 s in three probes the same day, librdkafka timing out requests to its "
+        "coordinator) and neither larger one within the minute; so where it did not form, the "
+        "ratio is a bound. It takes no part in the death column.",
         "One run varies by about a second: the 100-member figure was 6.3 s in one run and 7.3 s "
-        "in the next (2026-11-28), and 5 runs of the code before the second gave 6.0-7.4 s.",
+        "in the next (2026-11-28), and 5 runs of the code before the second gave 6.0-7.4 s. "
+        "Later that day, on a quieter machine, the code before the hand-off change (below) gave "
+        "5.5-6.3 s in five runs and the table's run 5.8 s.",
         "Kafka's coordinator would hold such a wave longer than the agent does: its initial "
         "delay is extended by another 3 s whenever a member joined during it (up to the "
         "rebalance timeout), so a wave that takes 1.6 s to join waits 6 s there; the agent "
