@@ -132,7 +132,8 @@ def run(progress: Any = print) -> Section:
         "One run varies by about a second: the 100-member figure was 6.3 s in one run and 7.3 s "
         "in the next (2026-11-28), and 5 runs of the code before the second gave 6.0-7.4 s. "
         "Later that day, on a quieter machine, the code before the hand-off change (below) gave "
-        "5.5-6.3 s in five runs and the table's run 5.8 s.",
+        "5.5-5.8 s in three runs (5.5-6.4 s in five more with a probe in the agent), and the "
+        "code after it 5.5-6.0 s in six runs besides the table's 5.8 s.",
         "Kafka's coordinator would hold such a wave longer than the agent does: its initial "
         "delay is extended by another 3 s whenever a member joined during it (up to the "
         "rebalance timeout), so a wave that takes 1.6 s to join waits 6 s there; the agent "
