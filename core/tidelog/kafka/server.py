@@ -417,8 +417,9 @@ def _release(budget: _Budget, pending: _Pending, _: object = None) -> None:
 
 
 def _copy_outcome(into: asyncio.Future[bytes | None], done: asyncio.Future[bytes | None]) -> None:
-    if into.done():
-        return  # cancelled: the server is stopping
+    if into.done():  # cancelled: the server is stopping
+        _outcome_read(done)  # nobody will read it: no "never retrieved" error either
+        return
     if done.cancelled():
         into.cancel()
     elif (error := done.exception()) is not None:
