@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -13,6 +14,16 @@ import pytest
 
 from tidelog.kafka.handoff import Handoff
 from tidelog.threads import ContextPool
+
+
+def on_loop(test):
+    """The coroutine test run to its end on a loop of its own."""
+
+    @functools.wraps(test)
+    def run() -> None:
+        asyncio.run(test())
+
+    return run
 
 
 class CountingLoop:
@@ -56,11 +67,8 @@ def test_a_call_that_ends_after_the_loop_emptied_the_queue_wakes_it_again():
     assert counting.wakeups == 2
 
 
-def test_every_outcome_arrives_while_calls_end_as_the_loop_settles_others():
-    asyncio.run(_every_outcome_arrives_while_calls_end_as_the_loop_settles_others())
-
-
-async def _every_outcome_arrives_while_calls_end_as_the_loop_settles_others():
+@on_loop
+async def test_every_outcome_arrives_while_calls_end_as_the_loop_settles_others():
     # Workers end all the while the loop runs what they queued: a call whose end raced the
     # loop emptying the queue must still be settled (or the await below never ends).
     handoff = Handoff(asyncio.get_running_loop())
@@ -70,11 +78,8 @@ async def _every_outcome_arrives_while_calls_end_as_the_loop_settles_others():
             assert await asyncio.wait_for(asyncio.gather(*futures), 10) == list(range(200))
 
 
-def test_what_a_call_raises_is_raised_to_its_caller():
-    asyncio.run(_what_a_call_raises_is_raised_to_its_caller())
-
-
-async def _what_a_call_raises_is_raised_to_its_caller():
+@on_loop
+async def test_what_a_call_raises_is_raised_to_its_caller():
     class Refused(Exception):
         pass
 
@@ -89,11 +94,8 @@ async def _what_a_call_raises_is_raised_to_its_caller():
     assert raised.value is error
 
 
-def test_a_call_that_ends_its_thread_still_answers_its_caller():
-    asyncio.run(_a_call_that_ends_its_thread_still_answers_its_caller())
-
-
-async def _a_call_that_ends_its_thread_still_answers_its_caller():
+@on_loop
+async def test_a_call_that_ends_its_thread_still_answers_its_caller():
     handoff = Handoff(asyncio.get_running_loop())
 
     def leave():
@@ -104,11 +106,8 @@ async def _a_call_that_ends_its_thread_still_answers_its_caller():
         await asyncio.wait_for(handoff.run(pool, leave), 10)
 
 
-def test_a_cancelled_callers_outcome_is_dropped():
-    asyncio.run(_a_cancelled_callers_outcome_is_dropped())
-
-
-async def _a_cancelled_callers_outcome_is_dropped():
+@on_loop
+async def test_a_cancelled_callers_outcome_is_dropped():
     loop = asyncio.get_running_loop()
     handoff = Handoff(loop)
     reported = []
@@ -124,11 +123,8 @@ async def _a_cancelled_callers_outcome_is_dropped():
     assert reported == []
 
 
-def test_run_into_settles_the_future_the_caller_made():
-    asyncio.run(_run_into_settles_the_future_the_caller_made())
-
-
-async def _run_into_settles_the_future_the_caller_made():
+@on_loop
+async def test_run_into_settles_the_future_the_caller_made():
     loop = asyncio.get_running_loop()
     handoff = Handoff(loop)
     mine = loop.create_future()
@@ -137,11 +133,8 @@ async def _run_into_settles_the_future_the_caller_made():
         assert await asyncio.wait_for(mine, 10) == 42
 
 
-def test_a_failing_callback_stops_no_other():
-    asyncio.run(_a_failing_callback_stops_no_other())
-
-
-async def _a_failing_callback_stops_no_other():
+@on_loop
+async def test_a_failing_callback_stops_no_other():
     loop = asyncio.get_running_loop()
     handoff = Handoff(loop)
     reported = []
@@ -163,11 +156,8 @@ def test_a_callback_after_the_loop_closed_is_dropped():
     handoff.call_soon(lambda: None)  # no error: nobody is waiting
 
 
-def test_calls_run_in_the_context_that_handed_them_over():
-    asyncio.run(_calls_run_in_the_context_that_handed_them_over())
-
-
-async def _calls_run_in_the_context_that_handed_them_over():
+@on_loop
+async def test_calls_run_in_the_context_that_handed_them_over():
     acting = contextvars.ContextVar("acting", default="nobody")
     acting.set("alice")
     handoff = Handoff(asyncio.get_running_loop())
