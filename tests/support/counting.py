@@ -1,13 +1,15 @@
-"""A metadata store that counts the reads made through it (housekeeping's cost, in items)."""
+"""Stores that count the calls made through them (housekeeping's cost, in items and GETs)."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from tidelog.storage import Delete, MetadataStore, Put, Write
+from tidelog.storage import Delete, MetadataStore, ObjectStore, Put, Write
 from tidelog.storage.metadata import Item
+from tidelog.storage.objects import ObjectInfo
 
 
 class CountingStore:
@@ -42,3 +44,40 @@ class CountingStore:
 
     def transact(self, ops: Sequence[Write]) -> None:
         self.inner.transact(ops)
+
+
+class CountingObjects:
+    """``gets`` counts GETs by (key, start, end); ``in_flight`` is the most out at once."""
+
+    def __init__(self, inner: ObjectStore) -> None:
+        self.inner = inner
+        self.gets: Counter[tuple[str, int, int | None]] = Counter()
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self._lock = threading.Lock()
+
+    def put(self, key: str, body: bytes, *, if_absent: bool = True) -> None:
+        self.inner.put(key, body, if_absent=if_absent)
+
+    def get(self, key: str, start: int = 0, end: int | None = None) -> bytes:
+        with self._lock:
+            self.gets[(key, start, end)] += 1
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            return self.inner.get(key, start, end)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def head(self, key: str) -> ObjectInfo | None:
+        return self.inner.head(key)
+
+    def delete(self, key: str) -> None:
+        self.inner.delete(key)
+
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        return self.inner.list(prefix)
+
+    def gets_of(self, prefix: str) -> int:
+        return sum(n for (key, _, _), n in self.gets.items() if key.startswith(prefix))

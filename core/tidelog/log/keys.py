@@ -10,7 +10,7 @@ Metadata items (one table, ``pk``/``sk``)::
     ("txn#<shard>", ...)                            transactions' items: tidelog.txn.keys
     ("producers", "next-id")                        the producer id allocator
     ("orphans", <object key>)                       objects written but never committed
-    ("gc", "<due ms>#<object key>")                 the delayed deletion queue
+    ("gc", "<due ms>#<digest>")                     the delayed deletion queue: objects, by key
     ("due#<shard>", "<due ms>#<topic_id>#<p>")      a partition housekeeping must visit by then
 
 Objects: ``data/flush/<YYYYMMDDHH>/<uuid>`` (one per flush, many partitions).

@@ -2,10 +2,10 @@
 has passed, so a fetch that read an index item just before a roll can still GET its bytes.
 
 - **The delayed deletion queue.** A job that is about to stop pointing at objects (roll,
-  retention, compaction) first enqueues them, ``("gc", "<due ms>#<key>")`` with due = now + grace.
+  retention, compaction) first enqueues them (``tidelog.log.garbage``), due = now + grace.
   Enqueued *before* the change, so a crash in between leaves an entry, never a silent leak.
-  When an entry is due, its object is deleted unless something points at it again (the change
-  may have failed and left it in use).
+  When an entry is due, its objects are deleted unless something points at them again (the
+  change may have failed and left them in use).
 - **Orphans** (``("orphans", <key>)``): objects a writer or a job uploaded and never committed;
   collected the same way once ``recorded_ms`` + grace has passed.
 - **Reconciliation** (its own job, on a daily schedule). Every object under the log's prefixes
@@ -33,7 +33,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tidelog.log import flushobject, keys
+from tidelog.log import flushobject, garbage, keys
 from tidelog.log.entries import LogEntry
 from tidelog.log.garbage import GC_PK
 from tidelog.log.topics import Topic
@@ -109,35 +109,42 @@ def in_use(
 
 
 def collect(meta: MetadataStore, objects: ObjectStore, *, now_ms: int, grace_ms: int) -> Collected:
-    """Delete the due entries of the queue and the orphans past their grace period, unless in
-    use. Reads only those entries and the partitions they name, each partition at most twice.
+    """Delete the objects of the queue's due entries and the orphans past their grace period,
+    unless in use. Reads only those entries and the partitions they name, each partition at
+    most twice, and each object at most twice however many entries name it: a flush object
+    is queued once by each partition that rolls it away.
 
     Keeping an object drops its entry for good, so what the run's first read of a partition
     says is in use is judged again at the end, on a second read of that partition: the first
     may predate a retention or roll that has since let go of the object. One re-read per
     partition, not per object: a flush object stays in use by the partitions that share it
-    until they too roll, and there may be a thousand such entries in a run."""
+    until they too roll, and there may be a thousand such objects in a run."""
     result = Collected()
     live: Live = {}
-    judge_again: list[tuple[str, Delete]] = []  # and the entry to drop once judged
+    judge_again: list[tuple[list[str], Delete]] = []  # and the entry to drop once judged
     due = [
-        (str(item["object"]), Delete(GC_PK, str(item["sk"])))
+        (garbage.queued(item), Delete(GC_PK, str(item["sk"])))
         for item in meta.query(GC_PK, hi=f"{now_ms:015d}$")
     ]
     due += [
-        (str(item["sk"]), Delete(keys.ORPHANS_PK, str(item["sk"])))
+        ([str(item["sk"])], Delete(keys.ORPHANS_PK, str(item["sk"])))
         for item in meta.query(keys.ORPHANS_PK)
         if int(str(item["recorded_ms"])) + grace_ms <= now_ms
     ]
-    for key, entry in due:
-        if _delete_unless_in_use(meta, objects, key, result, live):
-            judge_again.append((key, entry))
+    judged: set[str] = set()
+    for object_keys, entry in due:
+        fresh_keys = [k for k in object_keys if k not in judged]
+        judged.update(fresh_keys)
+        kept = [k for k in fresh_keys if _delete_unless_in_use(meta, objects, k, result, live)]
+        if kept:
+            judge_again.append((kept, entry))
         else:
             meta.write(entry)
     fresh: Live = {}
-    for key, entry in judge_again:
-        if _delete_unless_in_use(meta, objects, key, result, fresh):
-            result.kept += 1
+    for kept, entry in judge_again:
+        for key in kept:
+            if _delete_unless_in_use(meta, objects, key, result, fresh):
+                result.kept += 1
         meta.write(entry)
     return result
 
@@ -155,7 +162,7 @@ def reconcile(
     result = Collected()
     live = live_objects(meta, topics)
     result.live = len(live)
-    waiting = {str(item["object"]) for item in meta.query(GC_PK)}
+    waiting = {key for item in meta.query(GC_PK) for key in garbage.queued(item)}
     waiting |= {str(item["sk"]) for item in meta.query(keys.ORPHANS_PK)}
     for prefix in LOG_PREFIXES:
         for info in objects.list(prefix):
