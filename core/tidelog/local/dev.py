@@ -65,6 +65,24 @@ class DevServer:
         self.scratch.cleanup()
 
 
+def function_settings(
+    where: Path, *, group_commit: bool, flush_ms: int, role_policies: bool
+) -> dict[str, str]:
+    """The settings `tidelog dev` gives its functions over the template's."""
+    return {
+        "TIDELOG_GROUP_COMMIT": "on" if group_commit else "off",
+        "TIDELOG_FLUSH_MS": str(flush_ms),
+        "TIDELOG_STAGING_DIR": str(where / "staging"),
+        "TIDELOG_CACHE_DIR": str(where / "cache"),
+        # Kafka's default, for quickstarts and test suites; the deployed stack's is off.
+        "TIDELOG_AUTO_CREATE_TOPICS": os.environ.get("TIDELOG_AUTO_CREATE_TOPICS", "true"),
+        "TIDELOG_LOCAL_IAM": "on" if role_policies else "off",
+        # The emulator serves one call at a time: a roll's GETs would queue ahead of the
+        # agent's there, and gain nothing.
+        "TIDELOG_ROLL_READS_AT_ONCE": os.environ.get("TIDELOG_ROLL_READS_AT_ONCE", "1"),
+    }
+
+
 def start(
     host: str,
     api_port: int,
@@ -102,15 +120,9 @@ def start(
     emulator.start()
     try:
         template = Template(template_file or template_path(), region=region)
-        overrides = {
-            "TIDELOG_GROUP_COMMIT": "on" if group_commit else "off",
-            "TIDELOG_FLUSH_MS": str(flush_ms),
-            "TIDELOG_STAGING_DIR": str(where / "staging"),
-            "TIDELOG_CACHE_DIR": str(where / "cache"),
-            # Kafka's default, for quickstarts and test suites; the deployed stack's is off.
-            "TIDELOG_AUTO_CREATE_TOPICS": os.environ.get("TIDELOG_AUTO_CREATE_TOPICS", "true"),
-            "TIDELOG_LOCAL_IAM": "on" if role_policies else "off",
-        }
+        overrides = function_settings(
+            where, group_commit=group_commit, flush_ms=flush_ms, role_policies=role_policies
+        )
         stack = deploy(template, emulator.url, overrides)
         if role_policies:
             emulator.enforce(stack.enforcer)

@@ -16,6 +16,7 @@ from tidelog.log import aborted, due, keys
 from tidelog.log.entries import LogEntry, partition_entries, without_leftovers
 from tidelog.log.head import high_watermark
 from tidelog.log.lifecycle import collect, compaction, retention, roll
+from tidelog.log.lifecycle.reads import AT_ONCE, RunReads
 from tidelog.log.topics import Topic, Topics, UnknownTopicError
 from tidelog.storage import MetadataStore, ObjectStore
 
@@ -109,6 +110,7 @@ class Housekeeper:
         clock_ms: Callable[[], int],
         grace_ms: int,
         settle_ms: int,
+        reads_at_once: int = AT_ONCE,
     ) -> None:
         self._meta = meta
         self._objects = objects
@@ -116,6 +118,7 @@ class Housekeeper:
         self._clock_ms = clock_ms
         self._grace_ms = grace_ms
         self._settle_ms = settle_ms
+        self._reads_at_once = reads_at_once
 
     def run(self, jobs: Iterable[str] = JOBS) -> Report:
         wanted = set(jobs)
@@ -145,6 +148,8 @@ class Housekeeper:
         """Visit the partitions that are due. Only a pass of every maintenance job may consume
         their marks and schedule the next visit; a partial one leaves them for the full one."""
         full = set(MAINTENANCE_JOBS) <= jobs
+        # One for the pass: the partitions that share a flush object roll in the same one.
+        reads = RunReads(self._objects, at_once=self._reads_at_once)
         topics: dict[str, Topic | None] = {}
         for (name, topic_id, partition), marks in due.due_marks(
             self._meta, self._clock_ms()
@@ -156,7 +161,7 @@ class Housekeeper:
                 if full:
                     due.consume(self._meta, marks)  # the topic is gone: nothing to do
                 continue
-            entries, log_start = self.maintain(topic, partition, jobs, report)
+            entries, log_start = self.maintain(topic, partition, jobs, report, reads)
             report.partitions_visited += 1
             if full:
                 self._reschedule(topic, partition, entries, log_start)
@@ -185,10 +190,17 @@ class Housekeeper:
             self._meta.write(mark.put())
 
     def maintain(
-        self, topic: Topic, partition: int, jobs: set[str], report: Report
+        self,
+        topic: Topic,
+        partition: int,
+        jobs: set[str],
+        report: Report,
+        reads: RunReads | None = None,
     ) -> tuple[list[LogEntry], int]:
         """Run ``jobs`` on one partition; its index entries as they are after, and its log
-        start offset. The index is read once, and again only after a job changed it."""
+        start offset. The index is read once, and again only after a job changed it. ``reads``
+        is the pass's, shared by every partition it visits."""
+        reads = reads or RunReads(self._objects, at_once=self._reads_at_once)
         tid = topic.topic_id
         configs = topic.effective_configs
         policy = configs["cleanup.policy"].split(",")
@@ -211,6 +223,7 @@ class Housekeeper:
                     tid,
                     partition,
                     group,
+                    reads=reads,
                     now_ms=self._clock_ms,
                     grace_ms=self._grace_ms,
                 )

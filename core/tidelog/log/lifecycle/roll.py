@@ -28,6 +28,7 @@ from tidelog.errors import ConflictError
 from tidelog.log import garbage, keys
 from tidelog.log.entries import LogEntry, split_leftovers
 from tidelog.log.head import transact_with_head
+from tidelog.log.lifecycle.reads import RunReads
 from tidelog.log.scan import committed_batches
 from tidelog.log.segment import Segment, SegmentBuilder
 from tidelog.storage import (
@@ -139,11 +140,11 @@ def store_segment(
     return Stored(entry, (log_key, index_key, time_key))
 
 
-def build_segment(objects: ObjectStore, runs: Sequence[LogEntry]) -> Segment:
+def build_segment(reads: RunReads, runs: Sequence[LogEntry]) -> Segment:
     """Read the runs, write their committed offsets into the batches, index them as Kafka does."""
     builder = SegmentBuilder(runs[0].base_offset)
-    for run in runs:
-        for batch in committed_batches(run, objects.get(run.object_key, run.start, run.end)):
+    for run, data in zip(runs, reads.read(runs), strict=True):
+        for batch in committed_batches(run, data):
             builder.append(batch)
     return builder.close()
 
@@ -155,12 +156,13 @@ def roll(
     partition: int,
     runs: Sequence[LogEntry],
     *,
+    reads: RunReads,
     now_ms: Callable[[], int],
     grace_ms: int,
 ) -> LogEntry | None:
     """Merge ``runs`` into one segment and swap the index; the segment's entry, or None if
     another job changed the runs first (its files are then left as orphans to collect)."""
-    segment = build_segment(objects, runs)
+    segment = build_segment(reads, runs)
     stored = store_segment(
         objects, topic_id, partition, segment, (runs[0].base_offset, runs[-1].last_offset)
     )
