@@ -100,6 +100,25 @@ def test_compacted_gaps_are_passed_over(tmp_path):
     assert values(log.fetch_all(0)) == [(9, b"v9"), (10, b"last")]
 
 
+def test_a_fetch_in_a_gap_at_a_segments_end_brings_the_next_segments_batch(tmp_path):
+    """Found by tests/property/test_log_model.py: offset 3 was compacted away at the end of the
+    first segment, and a small fetch there planned that segment alone. As Kafka's log read moves
+    on to the next segment, so does this, for every caller."""
+    configs = {"cleanup.policy": "compact", "segment.bytes": 154, "segment.ms": 1}
+    log = tiny_log(tmp_path, configs=configs)
+    for records in ([(b"a", None), (b"a", None), (b"b", None)], [(b"a", None)], [(b"a", None)]):
+        log.produce(0, records)
+        log.clock.now += 1
+    log.housekeep("roll")
+    log.housekeep("compaction")
+    first, second = partition_entries(log.meta, log.topic.topic_id, 0)
+    assert (first.last_offset, second.base_offset) == (3, 4)
+    for max_bytes in (1, 10**6):
+        data = log.reader.fetch(log.topic.topic_id, 0, 3, max_bytes)
+        assert [r.offset for b in data.batches for r in b.batch.records()] == [4]
+        assert data.next_offset == 5
+
+
 def test_the_cache_serves_repeated_reads(tmp_path):
     log = tiny_log(tmp_path, configs={"segment.ms": 1})
     for i in range(20):

@@ -161,17 +161,9 @@ class FetchHandler:
             topic = runtime.topic_cache().get(name, partition)
             topic.check_partition(partition)
             reader = runtime.log_reader()
-            data = reader.fetch(
+            return reader.fetch(
                 topic.topic_id, partition, offset, max(max_bytes, 1), head, committed=committed
             )
-            # A compacted gap with no batch in reach: read on from where it ends, so a
-            # consumer never asks for the same offset forever.
-            while not data.batches and offset < data.next_offset < data.until:
-                offset = data.next_offset
-                data = reader.fetch(
-                    topic.topic_id, partition, offset, max(max_bytes, 1), head, committed=committed
-                )
-            return data
         except TidelogError as exc:
             return exc
 

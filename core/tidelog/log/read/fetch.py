@@ -5,7 +5,8 @@ items from the one holding the offset, plans byte ranges up to ``max_bytes`` (a 
 starts at its ``.index`` position for the offset), GETs them concurrently through the read-through
 cache, and patches each run batch's 8-byte baseOffset with its committed offset. Kafka's rules:
 
-- at least one whole batch, even one larger than ``max_bytes``, so a consumer never stalls;
+- at least one whole batch, even one larger than ``max_bytes`` or past a compacted gap, so a
+  consumer never stalls;
 - whole batches only after that, while they fit;
 - nothing at or above the high watermark read before the index (a later commit is not seen);
 - an offset below the log start or above the high watermark is OFFSET_OUT_OF_RANGE;
@@ -280,12 +281,13 @@ class LogReader:
             last_stable_offset=head.last_stable_offset,
             committed=committed,
         )
-        if offset >= result.until:
-            return result
-        reads = self._plan(topic_id, partition, offset, result.until, max_bytes)
-        for read, data in zip(reads, self._get_all(reads), strict=True):
-            if not self._collect(read, data, result, max_bytes):
-                break
+        position = -1  # read on past a compacted gap the plan ended in, as Kafka's read does
+        while not result.batches and position < result.next_offset < result.until:
+            position = result.next_offset
+            reads = self._plan(topic_id, partition, position, result.until, max_bytes)
+            for read, data in zip(reads, self._get_all(reads), strict=True):
+                if not self._collect(read, data, result, max_bytes):
+                    break
         if committed and result.batches and head.last_abort >= offset:
             end = result.next_offset
             result.aborted = (
