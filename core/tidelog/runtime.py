@@ -262,7 +262,7 @@ def housekeeper() -> Housekeeper:
         clock_ms=clock_ms,
         grace_ms=config.gc_grace_ms,
         settle_ms=config.roll_settle_ms,
-        reads_at_once=config.roll_reads_at_once,
+        at_once=config.housekeeping_at_once,
     )
 
 

@@ -16,7 +16,7 @@ DEFAULT_CACHE_DIR = "/tmp/tidelog-cache"  # noqa: S108 - Lambda's only writable 
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
 DEFAULT_GC_GRACE_MS = 60 * 60 * 1000
 DEFAULT_ROLL_SETTLE_MS = 60 * 1000  # beyond a produce request's whole life (29 s)
-DEFAULT_ROLL_READS_AT_ONCE = 16  # the roller's own default (tidelog.log.lifecycle.reads)
+DEFAULT_HOUSEKEEPING_AT_ONCE = 16  # housekeeping's own (tidelog.log.lifecycle.AT_ONCE)
 FAULT_PROFILES = ("aws-latency", "nemesis")
 
 
@@ -52,10 +52,11 @@ class Settings:
     (``TIDELOG_GC_GRACE_MS``)."""
     roll_settle_ms: int = DEFAULT_ROLL_SETTLE_MS
     """How old a committed run must be before the roller takes it (``TIDELOG_ROLL_SETTLE_MS``)."""
-    roll_reads_at_once: int = DEFAULT_ROLL_READS_AT_ONCE
-    """The GETs a roll keeps out at once (``TIDELOG_ROLL_READS_AT_ONCE``, >= 1; 1 in `tidelog
-    dev`, whose emulator serves one call at a time: more would only queue there, ahead of
-    every produce and fetch)."""
+    housekeeping_at_once: int = DEFAULT_HOUSEKEEPING_AT_ONCE
+    """The S3 calls a housekeeping job keeps out at once: a roll's GETs, the collector's reads
+    and deletes (``TIDELOG_HOUSEKEEPING_AT_ONCE``, >= 1; 1 in `tidelog dev`, whose emulator
+    serves one call at a time: more would only queue there, ahead of every produce and
+    fetch)."""
     assignment_state_machine: str = ""
     """ARN of the consumer groups' assignment state machine
     (``TIDELOG_ASSIGNMENT_STATE_MACHINE``)."""
@@ -115,8 +116,8 @@ class Settings:
             cache_bytes=_number(environ, "TIDELOG_CACHE_BYTES", DEFAULT_CACHE_BYTES),
             gc_grace_ms=_number(environ, "TIDELOG_GC_GRACE_MS", DEFAULT_GC_GRACE_MS),
             roll_settle_ms=_number(environ, "TIDELOG_ROLL_SETTLE_MS", DEFAULT_ROLL_SETTLE_MS),
-            roll_reads_at_once=_at_least_one(
-                environ, "TIDELOG_ROLL_READS_AT_ONCE", DEFAULT_ROLL_READS_AT_ONCE
+            housekeeping_at_once=_at_least_one(
+                environ, "TIDELOG_HOUSEKEEPING_AT_ONCE", DEFAULT_HOUSEKEEPING_AT_ONCE
             ),
             assignment_state_machine=environ.get("TIDELOG_ASSIGNMENT_STATE_MACHINE", ""),
             initial_rebalance_delay_ms=_number(environ, "TIDELOG_INITIAL_REBALANCE_DELAY_MS", 3000),

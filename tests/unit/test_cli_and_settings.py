@@ -8,7 +8,7 @@ import pytest
 
 from tidelog import cli
 from tidelog.local import dev
-from tidelog.log.lifecycle import reads
+from tidelog.log import lifecycle
 from tidelog.settings import ConfigurationError, Settings
 
 
@@ -63,19 +63,21 @@ def test_flushes_in_flight_are_at_least_one():
             Settings.from_env({**base, "TIDELOG_FLUSH_IN_FLIGHT": bad})
 
 
-def test_a_rolls_reads_at_once_are_at_least_one_and_one_in_tidelog_dev(monkeypatch, tmp_path):
+def test_a_rolls_at_once_are_at_least_one_and_one_in_tidelog_dev(monkeypatch, tmp_path):
     base = {"TIDELOG_TABLE": "t", "TIDELOG_BUCKET": "b"}
-    assert Settings.from_env(base).roll_reads_at_once == reads.AT_ONCE == 16
-    assert Settings.from_env({**base, "TIDELOG_ROLL_READS_AT_ONCE": "4"}).roll_reads_at_once == 4
+    assert Settings.from_env(base).housekeeping_at_once == lifecycle.AT_ONCE == 16
+    assert (
+        Settings.from_env({**base, "TIDELOG_HOUSEKEEPING_AT_ONCE": "4"}).housekeeping_at_once == 4
+    )
     for bad in ("0", "-1", "many"):
-        with pytest.raises(ConfigurationError, match="TIDELOG_ROLL_READS_AT_ONCE"):
-            Settings.from_env({**base, "TIDELOG_ROLL_READS_AT_ONCE": bad})
-    monkeypatch.delenv("TIDELOG_ROLL_READS_AT_ONCE", raising=False)
+        with pytest.raises(ConfigurationError, match="TIDELOG_HOUSEKEEPING_AT_ONCE"):
+            Settings.from_env({**base, "TIDELOG_HOUSEKEEPING_AT_ONCE": bad})
+    monkeypatch.delenv("TIDELOG_HOUSEKEEPING_AT_ONCE", raising=False)
     local = dev.function_settings(tmp_path, group_commit=True, flush_ms=0, role_policies=False)
-    assert Settings.from_env({**base, **local}).roll_reads_at_once == 1
-    monkeypatch.setenv("TIDELOG_ROLL_READS_AT_ONCE", "8")
+    assert Settings.from_env({**base, **local}).housekeeping_at_once == 1
+    monkeypatch.setenv("TIDELOG_HOUSEKEEPING_AT_ONCE", "8")
     local = dev.function_settings(tmp_path, group_commit=True, flush_ms=0, role_policies=False)
-    assert Settings.from_env({**base, **local}).roll_reads_at_once == 8
+    assert Settings.from_env({**base, **local}).housekeeping_at_once == 8
 
 
 def test_group_commit_is_its_own_switch_and_flushes_at_once_by_default(monkeypatch):

@@ -4,12 +4,17 @@ and however many times."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
+import pytest
 from tests.support.counting import CountingObjects
 from tests.support.log import tiny_log
 
-from tidelog.log import flushobject, garbage
+from tidelog.log import flushobject, garbage, keys
+from tidelog.log.entries import partition_entries
 from tidelog.log.lifecycle import collect
-from tidelog.storage import Put
+from tidelog.storage import Delete, Put, StorageUnavailableError
 from tidelog.storage.memory import MemoryMetadataStore, MemoryObjectStore
 
 
@@ -78,4 +83,81 @@ def test_an_object_queued_by_every_partition_that_rolled_it_is_read_once(tmp_pat
     result = collect.collect(log.meta, counting, now_ms=100, grace_ms=10)
     assert result.deleted == 1
     assert counting.gets_of("data/flush/2026010100/shared") == 1
+    assert list(log.meta.query(garbage.GC_PK)) == []
+
+
+def flush_objects(log, objects, count: int) -> list[str]:
+    """``count`` flush objects of partition 0 that nothing points at, each queued on its own."""
+    names = [f"data/flush/2026010100/o{i:03d}" for i in range(count)]
+    for name in names:
+        objects.put(name, a_flush_object(log))
+        garbage.enqueue(log.meta, [name], 1)
+    return names
+
+
+def test_the_collector_keeps_at_once_footer_reads_and_deletes_out(tmp_path):
+    counting = CountingObjects(MemoryObjectStore(lambda: 0))
+    log = tiny_log(tmp_path, objects=counting, grace_ms=10)
+    flush_objects(log, counting, 12)
+    everyone_in = threading.Barrier(4, timeout=5)  # no GET ends before four are out
+    inner_get = counting.inner.get
+
+    def get_with_the_others(key: str, start: int = 0, end: int | None = None) -> bytes:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            everyone_in.wait()
+        return inner_get(key, start, end)
+
+    counting.inner.get = get_with_the_others  # type: ignore[method-assign]
+    assert collect.collect(log.meta, counting, now_ms=100, grace_ms=10, at_once=4).deleted == 12
+    assert counting.most_in_flight == 4
+    assert flush_keys(log) == set()
+
+
+def test_a_run_cut_short_keeps_the_batches_it_finished(tmp_path, monkeypatch):
+    monkeypatch.setattr(collect, "BATCH", 5)
+    objects = MemoryObjectStore(lambda: 0)
+    log = tiny_log(tmp_path, objects=objects, grace_ms=10)
+    names = flush_objects(log, objects, 12)
+    inner_delete = objects.delete
+
+    def delete_until_the_eighth(key: str) -> None:
+        if key == names[7]:
+            raise StorageUnavailableError("the run ends here")
+        inner_delete(key)
+
+    monkeypatch.setattr(objects, "delete", delete_until_the_eighth)
+    with pytest.raises(StorageUnavailableError):
+        collect.collect(log.meta, objects, now_ms=100, grace_ms=10, at_once=1)
+    left = {k for item in log.meta.query(garbage.GC_PK) for k in garbage.queued(item)}
+    assert len(left) == 7  # the first batch's five entries went with their objects
+    assert names[7] in left
+    assert flush_keys(log) <= left
+    monkeypatch.setattr(objects, "delete", inner_delete)
+    stored = flush_keys(log)
+    assert collect.collect(log.meta, objects, now_ms=100, grace_ms=10).deleted == len(stored)
+    assert flush_keys(log) == set()
+    assert list(log.meta.query(garbage.GC_PK)) == []
+
+
+def test_an_object_let_go_of_during_the_run_is_deleted_in_the_same_run(tmp_path, monkeypatch):
+    """Its partition's first read still pointed at it; a roll lands before the run ends. The
+    second read, once every object is judged, finds it free."""
+    monkeypatch.setattr(collect, "BATCH", 1)
+    objects = MemoryObjectStore(lambda: 0)
+    log = tiny_log(tmp_path, objects=objects, grace_ms=10)
+    (unused,) = flush_objects(log, objects, 1)
+    log.produce(0, [(b"k", b"v")])
+    (entry,) = partition_entries(log.meta, log.topic.topic_id, 0)
+    garbage.enqueue(log.meta, [entry.object_key], 2)
+    inner_delete = objects.delete
+
+    def delete_then_roll(key: str) -> None:
+        inner_delete(key)
+        if key == unused:  # as a roll would: the run's first read of partition 0 is now stale
+            log.meta.write(Delete(keys.log_pk(log.topic.topic_id, 0), keys.index_sk(0)))
+
+    monkeypatch.setattr(objects, "delete", delete_then_roll)
+    result = collect.collect(log.meta, objects, now_ms=100, grace_ms=10, at_once=1)
+    assert (result.deleted, result.kept) == (2, 0)
+    assert flush_keys(log) == set()
     assert list(log.meta.query(garbage.GC_PK)) == []

@@ -77,9 +77,9 @@ def function_settings(
         # Kafka's default, for quickstarts and test suites; the deployed stack's is off.
         "TIDELOG_AUTO_CREATE_TOPICS": os.environ.get("TIDELOG_AUTO_CREATE_TOPICS", "true"),
         "TIDELOG_LOCAL_IAM": "on" if role_policies else "off",
-        # The emulator serves one call at a time: a roll's GETs would queue ahead of the
-        # agent's there, and gain nothing.
-        "TIDELOG_ROLL_READS_AT_ONCE": os.environ.get("TIDELOG_ROLL_READS_AT_ONCE", "1"),
+        # The emulator serves one call at a time: housekeeping's calls would queue ahead of
+        # the agent's there, and gain nothing.
+        "TIDELOG_HOUSEKEEPING_AT_ONCE": os.environ.get("TIDELOG_HOUSEKEEPING_AT_ONCE", "1"),
     }
 
 

@@ -8,3 +8,5 @@ has passed (``gc`` queue, ``orphans``). Only the partitions marked ``due#`` are 
 Every index change is conditional on what the job read, so a job can race produce, fetch and
 another run of itself. Never: assign offsets, or delete an object before its grace period.
 """
+
+AT_ONCE = 16  # S3 calls a job keeps out at once, within the client's 32 connections (tidelog.aws)

@@ -32,19 +32,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 
 from tidelog.log import flushobject, garbage, keys
 from tidelog.log.entries import LogEntry
 from tidelog.log.garbage import GC_PK
+from tidelog.log.lifecycle import AT_ONCE
 from tidelog.log.topics import Topic
 from tidelog.records import CorruptRecordError
 from tidelog.storage import Delete, MetadataStore, ObjectNotFoundError, ObjectStore
+from tidelog.threads import ContextPool
 
 logger = logging.getLogger(__name__)
 
 SEGMENTS_PREFIX = "segments/"
 LOG_PREFIXES = ("data/", SEGMENTS_PREFIX)
 LAST_MODIFIED_RESOLUTION_MS = 1000
+BATCH = 1000  # objects judged together; a run's progress is kept batch by batch
 
 
 @dataclass
@@ -97,31 +101,34 @@ def in_use(
     live = {} if live is None else live
     for partition in partitions:
         if partition not in live:
-            pk = keys.log_pk(*partition)
-            live[partition] = {
-                o
-                for item in meta.query(pk, prefix=keys.INDEX_PREFIX)
-                for o in LogEntry.from_item(item).objects
-            }
+            live[partition] = _live_objects(meta, partition)
         if key in live[partition]:
             return True
     return False
 
 
-def collect(meta: MetadataStore, objects: ObjectStore, *, now_ms: int, grace_ms: int) -> Collected:
+def collect(
+    meta: MetadataStore,
+    objects: ObjectStore,
+    *,
+    now_ms: int,
+    grace_ms: int,
+    at_once: int = AT_ONCE,
+) -> Collected:
     """Delete the objects of the queue's due entries and the orphans past their grace period,
     unless in use. Reads only those entries and the partitions they name, each partition at
-    most twice, and each object at most twice however many entries name it: a flush object
-    is queued once by each partition that rolls it away.
+    most twice, and each object at most once however many entries name it: a flush object is
+    queued by every partition that rolls it away. Objects are judged ``BATCH`` at a time, their
+    footers read and their deletes made ``at_once`` at a time, and a batch's entries dropped
+    once it is done, so a run cut short keeps most of what it did.
 
     Keeping an object drops its entry for good, so what the run's first read of a partition
-    says is in use is judged again at the end, on a second read of that partition: the first
-    may predate a retention or roll that has since let go of the object. One re-read per
-    partition, not per object: a flush object stays in use by the partitions that share it
-    until they too roll, and there may be a thousand such objects in a run."""
+    says is in use is judged again once every object is judged, on a second read of that
+    partition (its entry kept until then): the first may predate a retention or roll that has
+    since let go of the object. One re-read per partition, not per object: a flush object stays
+    in use by the partitions that share it until they too roll, and there may be thousands of
+    such objects in a run."""
     result = Collected()
-    live: Live = {}
-    judge_again: list[tuple[list[str], Delete]] = []  # and the entry to drop once judged
     due = [
         (garbage.queued(item), Delete(GC_PK, str(item["sk"])))
         for item in meta.query(GC_PK, hi=f"{now_ms:015d}$")
@@ -131,22 +138,67 @@ def collect(meta: MetadataStore, objects: ObjectStore, *, now_ms: int, grace_ms:
         for item in meta.query(keys.ORPHANS_PK)
         if int(str(item["recorded_ms"])) + grace_ms <= now_ms
     ]
+    judge = _Judge(meta, objects, result)
     judged: set[str] = set()
-    for object_keys, entry in due:
-        fresh_keys = [k for k in object_keys if k not in judged]
-        judged.update(fresh_keys)
-        kept = [k for k in fresh_keys if _delete_unless_in_use(meta, objects, k, result, live)]
-        if kept:
-            judge_again.append((kept, entry))
-        else:
-            meta.write(entry)
-    fresh: Live = {}
-    for kept, entry in judge_again:
-        for key in kept:
-            if _delete_unless_in_use(meta, objects, key, result, fresh):
-                result.kept += 1
-        meta.write(entry)
+    batch: list[tuple[list[str], Delete]] = []  # each entry, with the keys it alone brings
+    batched = 0
+    with ContextPool(at_once, "collect") as pool:
+        for object_keys, entry in due:
+            fresh = [k for k in object_keys if k not in judged]
+            judged.update(fresh)
+            batch.append((fresh, entry))
+            batched += len(fresh)
+            if batched >= BATCH:
+                judge.first(pool, batch)
+                batch, batched = [], 0
+        judge.first(pool, batch)
+        judge.again(pool)
     return result
+
+
+class _Judge:
+    """A run's judgements: each partition's live objects as first read, and as read again once
+    every first judgement is made; the objects found in use, and the entries that name them."""
+
+    def __init__(self, meta: MetadataStore, objects: ObjectStore, result: Collected) -> None:
+        self._meta = meta
+        self._objects = objects
+        self._result = result
+        self._first: Live = {}
+        self._again: Live = {}
+        self._in_use: dict[str, list[tuple[str, int]]] = {}
+        self._held: list[Delete] = []
+
+    def first(self, pool: ContextPool, batch: list[tuple[list[str], Delete]]) -> None:
+        """Delete what of the batch's objects nothing points at; drop the entries that name
+        none still in use, and hold the others until the objects are judged again."""
+        object_keys = [k for keys_, _ in batch for k in keys_]
+        footers = pool.map(partial(partitions_of, self._objects), object_keys)
+        named = dict(zip(object_keys, footers, strict=True))
+        self._result.kept += sum(1 for p in named.values() if p == [])  # only reconcile knows
+        known = {key: p for key, p in named.items() if p}  # None: already gone
+        for key in self._delete_unused(pool, known, self._first):
+            self._in_use[key] = known[key]
+        done = [e for keys_, e in batch if not any(k in self._in_use for k in keys_)]
+        self._held += [e for keys_, e in batch if any(k in self._in_use for k in keys_)]
+        list(pool.map(self._meta.write, done))
+
+    def again(self, pool: ContextPool) -> None:
+        self._result.kept += len(self._delete_unused(pool, self._in_use, self._again))
+        list(pool.map(self._meta.write, self._held))
+
+    def _delete_unused(
+        self, pool: ContextPool, named: dict[str, list[tuple[str, int]]], live: Live
+    ) -> list[str]:
+        """Delete the objects no partition they name points at, by ``live`` (read where it
+        lacks one); the objects still in use."""
+        unread = sorted({p for partitions in named.values() for p in partitions} - live.keys())
+        live.update(zip(unread, pool.map(partial(_live_objects, self._meta), unread), strict=True))
+        in_use = [k for k, partitions in named.items() if any(k in live[p] for p in partitions)]
+        unused = named.keys() - set(in_use)
+        list(pool.map(self._objects.delete, unused))
+        self._result.deleted += len(unused)
+        return in_use
 
 
 def reconcile(
@@ -175,12 +227,10 @@ def reconcile(
     return result
 
 
-def _delete_unless_in_use(
-    meta: MetadataStore, objects: ObjectStore, key: str, result: Collected, live: Live
-) -> bool:
-    """Delete ``key`` unless ``live`` says it is in use; whether it is."""
-    used = in_use(meta, objects, key, live)
-    if used is False:
-        objects.delete(key)
-        result.deleted += 1
-    return bool(used)
+def _live_objects(meta: MetadataStore, partition: tuple[str, int]) -> set[str]:
+    pk = keys.log_pk(*partition)
+    return {
+        o
+        for item in meta.query(pk, prefix=keys.INDEX_PREFIX)
+        for o in LogEntry.from_item(item).objects
+    }

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from tidelog.log import aborted, due, keys
 from tidelog.log.entries import LogEntry, partition_entries, without_leftovers
 from tidelog.log.head import high_watermark
-from tidelog.log.lifecycle import collect, compaction, retention, roll
-from tidelog.log.lifecycle.reads import AT_ONCE, RunReads
+from tidelog.log.lifecycle import AT_ONCE, collect, compaction, retention, roll
+from tidelog.log.lifecycle.reads import RunReads
 from tidelog.log.topics import Topic, Topics, UnknownTopicError
 from tidelog.storage import MetadataStore, ObjectStore
 
@@ -110,7 +110,7 @@ class Housekeeper:
         clock_ms: Callable[[], int],
         grace_ms: int,
         settle_ms: int,
-        reads_at_once: int = AT_ONCE,
+        at_once: int = AT_ONCE,
     ) -> None:
         self._meta = meta
         self._objects = objects
@@ -118,7 +118,7 @@ class Housekeeper:
         self._clock_ms = clock_ms
         self._grace_ms = grace_ms
         self._settle_ms = settle_ms
-        self._reads_at_once = reads_at_once
+        self._at_once = at_once
 
     def run(self, jobs: Iterable[str] = JOBS) -> Report:
         wanted = set(jobs)
@@ -130,7 +130,11 @@ class Housekeeper:
             self._maintain_due(wanted, report)
         if "gc" in wanted:
             collected = collect.collect(
-                self._meta, self._objects, now_ms=self._clock_ms(), grace_ms=self._grace_ms
+                self._meta,
+                self._objects,
+                now_ms=self._clock_ms(),
+                grace_ms=self._grace_ms,
+                at_once=self._at_once,
             )
             report.objects_deleted += collected.deleted
         if "reconcile" in wanted:
@@ -149,7 +153,7 @@ class Housekeeper:
         their marks and schedule the next visit; a partial one leaves them for the full one."""
         full = set(MAINTENANCE_JOBS) <= jobs
         # One for the pass: the partitions that share a flush object roll in the same one.
-        reads = RunReads(self._objects, at_once=self._reads_at_once)
+        reads = RunReads(self._objects, at_once=self._at_once)
         topics: dict[str, Topic | None] = {}
         for (name, topic_id, partition), marks in due.due_marks(
             self._meta, self._clock_ms()
@@ -200,7 +204,7 @@ class Housekeeper:
         """Run ``jobs`` on one partition; its index entries as they are after, and its log
         start offset. The index is read once, and again only after a job changed it. ``reads``
         is the pass's, shared by every partition it visits."""
-        reads = reads or RunReads(self._objects, at_once=self._reads_at_once)
+        reads = reads or RunReads(self._objects, at_once=self._at_once)
         tid = topic.topic_id
         configs = topic.effective_configs
         policy = configs["cleanup.policy"].split(",")

@@ -10,8 +10,8 @@ small object six times, one GET after another: a thousand runs a roll, each a ro
   all of a small object, kept for the pass's other partitions (objects never change, so what
   was read stays true). What is kept is bounded by ``budget`` bytes, least recently used out
   first; a run further in is read alone, as its bytes alone are worth a GET;
-- a roll's GETs go out ``at_once`` at a time (``TIDELOG_ROLL_READS_AT_ONCE``), so its round
-  trips overlap.
+- a roll's GETs go out ``at_once`` at a time (``TIDELOG_HOUSEKEEPING_AT_ONCE``), so its
+  round trips overlap.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from collections.abc import Iterator, Sequence
 from itertools import islice
 
 from tidelog.log.entries import LogEntry
+from tidelog.log.lifecycle import AT_ONCE
 from tidelog.storage import ObjectStore
 from tidelog.threads import ContextPool
 
 READ_AHEAD = 256 * 1024  # whole, the objects of requests a few KiB each
 BUDGET = 64 * 1024 * 1024  # beside a roll's own segment (up to 128 MiB) in a 1 GiB function
-AT_ONCE = 16  # within the S3 client's 32 connections (tidelog.aws)
 
 
 class RunReads:
