@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -55,9 +56,14 @@ class CountingObjects:
         self.in_flight = 0
         self.most_in_flight = 0
         self._lock = threading.Lock()
+        self._meeting: threading.Barrier | None = None
 
     def put(self, key: str, body: bytes, *, if_absent: bool = True) -> None:
         self.inner.put(key, body, if_absent=if_absent)
+
+    def meet(self, parties: int) -> None:
+        """From now on no GET ends before ``parties`` are out at once (or five seconds pass)."""
+        self._meeting = threading.Barrier(parties, timeout=5)
 
     def get(self, key: str, start: int = 0, end: int | None = None) -> bytes:
         with self._lock:
@@ -65,6 +71,9 @@ class CountingObjects:
             self.in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
+            if self._meeting is not None:
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    self._meeting.wait()
             return self.inner.get(key, start, end)
         finally:
             with self._lock:

@@ -194,11 +194,11 @@ class _Judge:
         lacks one); the objects still in use."""
         unread = sorted({p for partitions in named.values() for p in partitions} - live.keys())
         live.update(zip(unread, pool.map(partial(_live_objects, self._meta), unread), strict=True))
-        in_use = [k for k, partitions in named.items() if any(k in live[p] for p in partitions)]
-        unused = named.keys() - set(in_use)
+        used = [k for k, partitions in named.items() if any(k in live[p] for p in partitions)]
+        unused = named.keys() - set(used)
         list(pool.map(self._objects.delete, unused))
         self._result.deleted += len(unused)
-        return in_use
+        return used
 
 
 def reconcile(
