@@ -64,9 +64,22 @@ def test_invalid_range_is_refused(objects):
         objects.get("r", 10, 5)
 
 
+def test_tail_reads_the_last_bytes_or_the_whole_of_a_shorter_object(objects):
+    objects.put("t", BODY)
+    objects.put("empty", b"")
+    assert objects.tail("t", 10) == BODY[-10:]
+    assert objects.tail("t", len(BODY)) == BODY
+    assert objects.tail("t", 5000) == BODY
+    assert objects.tail("empty", 1) == b""
+    with pytest.raises(ValueError, match="invalid tail size"):
+        objects.tail("t", 0)
+
+
 def test_missing_object(objects):
     with pytest.raises(ObjectNotFoundError):
         objects.get("nope")
+    with pytest.raises(ObjectNotFoundError):
+        objects.tail("nope", 8)
     assert objects.head("nope") is None
     objects.delete("nope")  # deleting nothing is fine
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from tidelog.storage import Delete, MetadataStore, ObjectStore, Put, Write
@@ -66,15 +66,22 @@ class CountingObjects:
         self._meeting = threading.Barrier(parties, timeout=5)
 
     def get(self, key: str, start: int = 0, end: int | None = None) -> bytes:
+        return self._out((key, start, end), lambda: self.inner.get(key, start, end))
+
+    def tail(self, key: str, size: int) -> bytes:
+        """Counted as a GET from ``-size``."""
+        return self._out((key, -size, None), lambda: self.inner.tail(key, size))
+
+    def _out(self, counted: tuple[str, int, int | None], call: Callable[[], bytes]) -> bytes:
         with self._lock:
-            self.gets[(key, start, end)] += 1
+            self.gets[counted] += 1
             self.in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
             if self._meeting is not None:
                 with contextlib.suppress(threading.BrokenBarrierError):
                     self._meeting.wait()
-            return self.inner.get(key, start, end)
+            return call()
         finally:
             with self._lock:
                 self.in_flight -= 1

@@ -25,6 +25,18 @@ def test_flush_object_round_trip():
         flushobject.decode_footer(bytes(damaged))
 
 
+@given(st.integers(1, 40), st.integers(0, 200))
+def test_a_footer_reads_from_the_objects_tail_alone(partitions, spare):
+    body, extents = flushobject.encode({(TID, p): [b"x" * 100] for p in range(partitions)})
+    wanted = flushobject.tail_size(body[-flushobject.TRAILER_SIZE :])
+    assert wanted == len(body) - 8 - 100 * partitions  # all but the header and the batches
+    assert flushobject.decode_tail(body[-(wanted + spare) :]) == extents
+    with pytest.raises(CorruptRecordError):
+        flushobject.decode_tail(body[-(wanted - 1) :])  # the footer cut short
+    with pytest.raises(CorruptRecordError):
+        flushobject.tail_size(b"not a flush object at all")
+
+
 @given(st.uuids().map(str), st.integers(0, 10_000), st.integers(0, 10**20 - 1))
 def test_keys_round_trip(topic_id, partition, offset):
     assert keys.parse_log_pk(keys.log_pk(topic_id, partition)) == (topic_id, partition)

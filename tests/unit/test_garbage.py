@@ -83,6 +83,26 @@ def test_an_object_queued_by_every_partition_that_rolled_it_is_read_once(tmp_pat
     assert list(log.meta.query(garbage.GC_PK)) == []
 
 
+def test_the_collector_reads_an_objects_footer_not_its_batches(tmp_path):
+    counting = CountingObjects(MemoryObjectStore(lambda: 0))
+    log = tiny_log(tmp_path, objects=counting, grace_ms=10)
+    tid = log.topic.topic_id
+    big = flushobject.encode({(tid, 0): [b"x" * 2**20]})[0]  # a footer of one partition
+    wide = flushobject.encode({(tid, p): [b"y"] for p in range(2000)})[0]  # one of 2,000
+    assert len(wide) - 2000 > collect.FOOTER_READ
+    for name, body in (("data/flush/2026010100/big", big), ("data/flush/2026010100/wide", wide)):
+        counting.put(name, body)
+        garbage.enqueue(log.meta, [name], 1)
+    assert collect.collect(log.meta, counting, now_ms=100, grace_ms=10).deleted == 2
+    read = {(key.rsplit("/", 1)[1], -start) for key, start, _ in counting.gets}
+    wide_tail = flushobject.tail_size(wide)
+    assert read == {
+        ("big", collect.FOOTER_READ),
+        ("wide", collect.FOOTER_READ),
+        ("wide", wide_tail),
+    }
+
+
 def flush_objects(log, objects, count: int) -> list[str]:
     """``count`` flush objects of partition 0 that nothing points at, each queued on its own."""
     names = [f"data/flush/2026010100/o{i:03d}" for i in range(count)]

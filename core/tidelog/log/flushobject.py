@@ -54,7 +54,24 @@ def encode(parts: Mapping[tuple[str, int], Sequence[bytes]]) -> tuple[bytes, lis
 
 
 def decode_footer(data: bytes) -> list[Extent]:
-    if not data.startswith(HEADER) or not data.endswith(TRAILER_MAGIC):
+    if not data.startswith(HEADER):
+        raise CorruptRecordError("not a tidelog flush object")
+    return decode_tail(data)
+
+
+def tail_size(tail: bytes) -> int:
+    """How many of the object's last bytes hold its footer and trailer, read from a tail of
+    at least ``TRAILER_SIZE`` bytes."""
+    if not tail.endswith(TRAILER_MAGIC) or len(tail) < TRAILER_SIZE:
+        raise CorruptRecordError("not a tidelog flush object")
+    (size, _) = TRAILER.unpack_from(tail, len(tail) - TRAILER_SIZE)
+    return int(size) + TRAILER_SIZE
+
+
+def decode_tail(data: bytes) -> list[Extent]:
+    """The extents, from the object's last ``tail_size`` bytes or more (the whole object will
+    do): a collector needs only them to know which partitions an object serves."""
+    if not data.endswith(TRAILER_MAGIC) or len(data) < TRAILER_SIZE:
         raise CorruptRecordError("not a tidelog flush object")
     size, crc = TRAILER.unpack_from(data, len(data) - TRAILER_SIZE)
     footer = data[len(data) - TRAILER_SIZE - size : len(data) - TRAILER_SIZE]

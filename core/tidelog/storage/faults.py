@@ -245,6 +245,15 @@ class FaultyObjectStore:
             size=len,
         )
 
+    def tail(self, key: str, size: int) -> bytes:
+        return self.plan.run(
+            f"GET {key} (last {size} bytes)",
+            lambda: self.inner.tail(key, size),
+            mutates=False,
+            kind="s3.get",
+            size=len,
+        )
+
     def head(self, key: str) -> ObjectInfo | None:
         return self.plan.run(
             f"HEAD {key}", lambda: self.inner.head(key), mutates=False, kind="s3.head"

@@ -25,7 +25,7 @@ from tidelog.storage.metadata import (
     check_query,
     check_transaction,
 )
-from tidelog.storage.objects import ObjectInfo, check_range
+from tidelog.storage.objects import ObjectInfo, check_range, check_tail
 
 Clock = Callable[[], int]
 
@@ -49,6 +49,14 @@ class MemoryObjectStore:
                 raise ObjectNotFoundError(f"no object at {key!r}")
             body = self._objects[key][0]
         return body[start:end]
+
+    def tail(self, key: str, size: int) -> bytes:
+        check_tail(size)
+        with self._lock:
+            if key not in self._objects:
+                raise ObjectNotFoundError(f"no object at {key!r}")
+            body = self._objects[key][0]
+        return body[-size:]
 
     def head(self, key: str) -> ObjectInfo | None:
         with self._lock:

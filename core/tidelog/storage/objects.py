@@ -34,6 +34,11 @@ class ObjectStore(Protocol):
         """
         ...
 
+    def tail(self, key: str, size: int) -> bytes:
+        """The object's last ``size`` bytes (``size`` >= 1), all of it if it is shorter;
+        ObjectNotFoundError if absent."""
+        ...
+
     def head(self, key: str) -> ObjectInfo | None:
         """The object's size and age, or None if no object is stored at ``key``."""
         ...
@@ -45,6 +50,11 @@ class ObjectStore(Protocol):
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
         """Every object whose key starts with ``prefix``, in key order."""
         ...
+
+
+def check_tail(size: int) -> None:
+    if size < 1:
+        raise ValueError(f"invalid tail size {size}: at least one byte")
 
 
 def check_range(start: int, end: int | None) -> None:

@@ -11,7 +11,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from tidelog.records.crc import crc32c
 from tidelog.storage.boto import error_code, translate
 from tidelog.storage.errors import ObjectExistsError, ObjectNotFoundError
-from tidelog.storage.objects import ObjectInfo, check_range
+from tidelog.storage.objects import ObjectInfo, check_range, check_tail
 
 
 class S3ObjectStore:
@@ -39,7 +39,13 @@ class S3ObjectStore:
         check_range(start, end)
         if end is not None and end == start:
             return b""
-        byte_range = f"bytes={start}-{'' if end is None else end - 1}"
+        return self._get(key, f"bytes={start}-{'' if end is None else end - 1}")
+
+    def tail(self, key: str, size: int) -> bytes:
+        check_tail(size)
+        return self._get(key, f"bytes=-{size}")
+
+    def _get(self, key: str, byte_range: str) -> bytes:
         try:
             response = self._s3.get_object(Bucket=self.bucket, Key=key, Range=byte_range)
             return bytes(response["Body"].read())

@@ -49,6 +49,7 @@ SEGMENTS_PREFIX = "segments/"
 LOG_PREFIXES = ("data/", SEGMENTS_PREFIX)
 LAST_MODIFIED_RESOLUTION_MS = 1000
 BATCH = 1000  # objects judged together; a run's progress is kept batch by batch
+FOOTER_READ = 16 * 1024  # a flush object's last bytes: the footer of some 250 partitions
 
 
 @dataclass
@@ -74,11 +75,13 @@ def partitions_of(objects: ObjectStore, key: str) -> list[tuple[str, int]] | Non
     if parts[0] == SEGMENTS_PREFIX.rstrip("/") and len(parts) >= 3:
         return [(parts[1], int(parts[2]))]
     try:
-        data = objects.get(key)
+        tail = objects.tail(key, FOOTER_READ)
+        wanted = flushobject.tail_size(tail)
+        if wanted > len(tail) == FOOTER_READ:  # a footer of more partitions than one read holds
+            tail = objects.tail(key, wanted)
+        extents = flushobject.decode_tail(tail)
     except ObjectNotFoundError:
         return None
-    try:
-        extents = flushobject.decode_footer(data)
     except CorruptRecordError:
         logger.warning("object %s has no readable footer: kept for reconciliation", key)
         return []
