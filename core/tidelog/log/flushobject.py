@@ -71,11 +71,10 @@ def tail_size(tail: bytes) -> int:
 def decode_tail(data: bytes) -> list[Extent]:
     """The extents, from the object's last ``tail_size`` bytes or more (the whole object will
     do): a collector needs only them to know which partitions an object serves."""
-    if not data.endswith(TRAILER_MAGIC) or len(data) < TRAILER_SIZE:
-        raise CorruptRecordError("not a tidelog flush object")
-    size, crc = TRAILER.unpack_from(data, len(data) - TRAILER_SIZE)
-    footer = data[len(data) - TRAILER_SIZE - size : len(data) - TRAILER_SIZE]
-    if len(footer) != size or crc32c(footer) != crc:
+    wanted = tail_size(data)
+    _, crc = TRAILER.unpack_from(data, len(data) - TRAILER_SIZE)
+    footer = data[max(len(data) - wanted, 0) : len(data) - TRAILER_SIZE]
+    if len(footer) != wanted - TRAILER_SIZE or crc32c(footer) != crc:
         raise CorruptRecordError("flush object footer is damaged")
     return [Extent(str(t), int(p), int(s), int(e)) for t, p, s, e in json.loads(footer)]
 

@@ -52,11 +52,7 @@ class MemoryObjectStore:
 
     def tail(self, key: str, size: int) -> bytes:
         check_tail(size)
-        with self._lock:
-            if key not in self._objects:
-                raise ObjectNotFoundError(f"no object at {key!r}")
-            body = self._objects[key][0]
-        return body[-size:]
+        return self.get(key)[-size:]
 
     def head(self, key: str) -> ObjectInfo | None:
         with self._lock:

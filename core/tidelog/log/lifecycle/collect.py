@@ -63,9 +63,7 @@ def live_objects(meta: MetadataStore, topics: Iterable[Topic]) -> set[str]:
     live: set[str] = set()
     for topic in topics:
         for partition in range(topic.partitions):
-            pk = keys.log_pk(topic.topic_id, partition)
-            for item in meta.query(pk, prefix=keys.INDEX_PREFIX):
-                live.update(LogEntry.from_item(item).objects)
+            live |= _live_objects(meta, (topic.topic_id, partition))
     return live
 
 
@@ -91,23 +89,13 @@ def partitions_of(objects: ObjectStore, key: str) -> list[tuple[str, int]] | Non
 Live = dict[tuple[str, int], set[str]]  # a partition's live objects, read once per run
 
 
-def in_use(
-    meta: MetadataStore, objects: ObjectStore, key: str, live: Live | None = None
-) -> bool | None:
-    """Does an index item point at ``key``? None if the object is already gone. ``live``
-    keeps each partition's index as read, so a run reads it once however many objects ask."""
+def in_use(meta: MetadataStore, objects: ObjectStore, key: str) -> bool | None:
+    """Does an index item point at ``key``? None if the object is already gone; True if its
+    partitions are unknown (only reconciliation may decide)."""
     partitions = partitions_of(objects, key)
     if partitions is None:
         return None
-    if not partitions:
-        return True  # unknown partitions: only reconciliation may decide
-    live = {} if live is None else live
-    for partition in partitions:
-        if partition not in live:
-            live[partition] = _live_objects(meta, partition)
-        if key in live[partition]:
-            return True
-    return False
+    return not partitions or any(key in _live_objects(meta, p) for p in partitions)
 
 
 def collect(
@@ -182,8 +170,9 @@ class _Judge:
         known = {key: p for key, p in named.items() if p}  # None: already gone
         for key in self._delete_unused(pool, known, self._first):
             self._in_use[key] = known[key]
-        done = [e for keys_, e in batch if not any(k in self._in_use for k in keys_)]
-        self._held += [e for keys_, e in batch if any(k in self._in_use for k in keys_)]
+        done: list[Delete] = []
+        for keys_, entry in batch:
+            (self._held if any(k in self._in_use for k in keys_) else done).append(entry)
         list(pool.map(self._meta.write, done))
 
     def again(self, pool: ContextPool) -> None:
