@@ -2,13 +2,16 @@
 by ACLs, sessions re-authenticated every 30 s (KIP-368; ``--reauth-ms``). Not part of
 `make bench` (it runs for minutes); run it as ``python -m benchmarks.soak_secured --minutes 5``,
 and with ``--plaintext`` for the same load on a PLAINTEXT listener without ACLs, the baseline.
+``--gc-grace-s 20`` has the collector delete rolled-away objects 20 s after their roll (not the
+stack's hour), so that collection runs while the consumers read: its schedule is every 5
+minutes, and the table counts the objects it has deleted.
 
 librdkafka produces at a steady rate (at its defaults: idempotent, acks all, five requests in
 flight) while a group of two librdkafka consumers reads;
 every window prints the agent's resident memory, the produce latency (produce() to delivery
-report) and the sessions renewed so far. At the end every acknowledged record must have been
-consumed, and the log read whole must hold each record once, in the order produced: the run
-fails otherwise.
+report), the sessions renewed and the objects collected so far. At the end every acknowledged
+record must have been consumed, and the log read whole must hold each acknowledged record once,
+in the order produced: the run fails otherwise.
 """
 
 from __future__ import annotations
@@ -55,11 +58,15 @@ def main() -> int:
     parser.add_argument(
         "--plaintext", action="store_true", help="the baseline: no TLS, SASL or ACLs"
     )
+    parser.add_argument(
+        "--gc-grace-s", type=int, help="collect rolled-away objects this long after their roll"
+    )
     args = parser.parse_args()
     scratch = tempfile.TemporaryDirectory(prefix="tidelog-soak-tls-")
     ca = LocalCa.create(Path(scratch.name))
     issued = ca.issue_server("agent", ["127.0.0.1"])
-    dev = devserver.start()
+    grace = {} if args.gc_grace_s is None else {"TIDELOG_GC_GRACE_MS": str(args.gc_grace_s * 1000)}
+    dev = devserver.start(env=grace)
     port = free_port()
     try:
         plain = AdminClient({"bootstrap.servers": dev.bootstrap})
@@ -78,7 +85,7 @@ def main() -> int:
         )
         cafile = None if args.plaintext else str(ca.cafile)
         try:
-            return _soak(agent, port, cafile, args.minutes * 60, args.rate)
+            return _soak(dev, agent, port, cafile, args.minutes * 60, args.rate)
         finally:
             agent.stop()
     finally:
@@ -120,7 +127,14 @@ def _grant(admin: AdminClient, *, acls: bool) -> str:
     return topic
 
 
-def _soak(agent: AgentProcess, port: int, cafile: str | None, seconds: float, rate: int) -> int:
+def _soak(
+    dev: devserver.DevProcess,
+    agent: AgentProcess,
+    port: int,
+    cafile: str | None,
+    seconds: float,
+    rate: int,
+) -> int:
     admin = AdminClient(_settings(ADMIN, port, cafile))
     topic = _grant(admin, acls=cafile is not None)
     acked: set[str] = set()
@@ -177,9 +191,10 @@ def _soak(agent: AgentProcess, port: int, cafile: str | None, seconds: float, ra
     for thread in threads:
         thread.start()
     print(
-        "| minute | agent RSS, MiB | produce p50 / p99, ms | acked | consumed | sessions renewed |"
+        "| minute | agent RSS, MiB | produce p50 / p99, ms | acked | consumed | sessions renewed "
+        "| objects collected |"
     )
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     started = time.monotonic()
     while time.monotonic() - started < seconds:
         time.sleep(WINDOW_S)
@@ -192,7 +207,7 @@ def _soak(agent: AgentProcess, port: int, cafile: str | None, seconds: float, ra
         minute = (time.monotonic() - started) / 60
         print(
             f"| {minute:.1f} | {_rss_mib(agent.process.pid):.0f} | {p50:.1f} / {p99:.1f} | "
-            f"{counts[0]:,} | {counts[1]:,} | {renewed} |",
+            f"{counts[0]:,} | {counts[1]:,} | {renewed} | {_collected(dev.output()):,} |",
             flush=True,
         )
     stop.set()
@@ -211,31 +226,52 @@ def _soak(agent: AgentProcess, port: int, cafile: str | None, seconds: float, ra
         f"\nacked {len(acked):,}, consumed {len(consumed):,}, "
         f"acked but never consumed {len(missing)}"
     )
-    duplicated, reordered = _log_history(topic, port, cafile)
-    print(f"the log: {duplicated} duplicated, {reordered} out of the order produced")
-    return 1 if missing or duplicated or reordered else 0
+    logged = _log_history(topic, port, cafile)
+    stored = {str(v) for values in logged for v in values}
+    duplicated = sum(len(values) - len(set(values)) for values in logged)
+    reordered = sum(1 for values in logged for a, b in itertools.pairwise(values) if b < a)
+    lost = len(acked - stored)
+    print(
+        f"the log: {lost} acked but not in it, {duplicated} duplicated, "
+        f"{reordered} out of the order produced; {_collected(dev.output()):,} objects collected"
+    )
+    return 1 if missing or lost or duplicated or reordered else 0
 
 
-def _log_history(topic: str, port: int, cafile: str | None) -> tuple[int, int]:
-    """The log itself, each partition read whole from its start: records stored twice, and
-    records stored after one produced later (one producer: each partition's values rise)."""
+def _log_history(topic: str, port: int, cafile: str | None) -> list[list[int]]:
+    """The log itself, each partition read whole from its start, in order. A record that
+    cannot be read (its object collected while the log still pointed at it) fails the run."""
     consumer = Consumer(
         {**_settings(APP, port, cafile), "group.id": f"soak-check-{uuid.uuid4().hex[:6]}"}
     )
     metadata = consumer.list_topics(topic, timeout=30).topics[topic].partitions
-    duplicated = reordered = 0
+    logged = []
     for partition in metadata:
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
         consumer.assign([TopicPartition(topic, partition, low)])
         values: list[int] = []
+        deadline = time.monotonic() + 120
         while len(values) < high - low:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"partition {partition}: {len(values)} of {high - low} read")
             message = consumer.poll(5)
-            if message is not None and message.error() is None:
-                values.append(int(message.value()))
-        duplicated += len(values) - len(set(values))
-        reordered += sum(1 for a, b in itertools.pairwise(values) if b < a)
+            if message is None:
+                continue
+            if message.error() is not None:
+                raise RuntimeError(f"partition {partition}: {message.error()}")
+            values.append(int(message.value()))
+        logged.append(values)
     consumer.close()
-    return duplicated, reordered
+    return logged
+
+
+def _collected(output: str) -> int:
+    """Objects the collector has deleted so far, from its runs' reports in the dev log."""
+    return sum(
+        int(found.group(1))
+        for line in output.splitlines()
+        if "housekeeping done" in line and (found := re.search(r'"objects_deleted":\s*(\d+)', line))
+    )
 
 
 def _rss_mib(pid: int) -> float:
