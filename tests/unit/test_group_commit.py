@@ -46,8 +46,9 @@ class Committed:
     def __init__(self, writer, requests):
         self.writer, self.requests = writer, requests
 
-    def commit(self):
+    def commit(self, over=lambda: None):
         self.writer.commits.append(self.requests)
+        over()
         return [AppendResult(r.partition, ((i, i),)) for i, r in enumerate(self.requests)]
 
 

@@ -12,6 +12,7 @@ from tests.support.log import tiny_log
 
 from tidelog.log.read.cache import ObjectCache
 from tidelog.log.read.fetch import LogReader
+from tidelog.log.write.groupcommit import GroupCommitter
 from tidelog.log.write.staging import StagingArea
 from tidelog.log.write.validate import validate_batches
 from tidelog.log.write.writer import AppendRequest, Writer
@@ -105,6 +106,36 @@ def test_a_failing_hook_fails_no_append(tmp_path, caplog):
     one_flush_over(log, 2)
     assert read_everything(log.reader, log, 2)[1] == [b"p1-a", b"p1-b"]
     assert "on_committed failed" in caplog.text
+
+
+def test_the_next_flush_does_not_wait_for_the_cache(tmp_path):
+    """A flush is over once it has committed: the next one commits and answers while the
+    cache still writes the last one's object to disk, which would otherwise lengthen the
+    one-flush-at-a-time path that bounds a host's produce throughput."""
+    log = tiny_log(tmp_path, partitions=1)
+    told: list[str] = []
+    release = threading.Event()
+
+    def slow_first(key: str, body: bytes) -> None:
+        told.append(key)
+        if len(told) == 1:
+            assert release.wait(10)
+
+    writer = writer_over(tmp_path, log.meta, log.objects, on_committed=slow_first)
+    committer = GroupCommitter(writer, flush_ms=0, flush_bytes=10**9, in_flight=1)
+    try:
+        (first,) = committer.submit([AppendRequest(log.topic, 0, batch(b"first"))])
+        deadline = time.monotonic() + 5
+        while not told and time.monotonic() < deadline:
+            time.sleep(0.001)
+        (second,) = committer.submit([AppendRequest(log.topic, 0, batch(b"second"))])
+        assert second.result(5).error is None, "committed while the cache still writes"
+        assert not first.done(), "a flush's requests hear of it once its cache has the object"
+    finally:
+        release.set()
+    assert first.result(5).error is None
+    assert read_everything(log.reader, log, 1) == {0: [b"first", b"second"]}
+    assert len(set(told)) == 2
 
 
 def test_an_uncommitted_object_is_not_cached(tmp_path):

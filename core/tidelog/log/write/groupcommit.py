@@ -53,7 +53,9 @@ class GroupCommitter:
         self._wake = threading.Condition()
         self._committed = 0  # flushes committed (or failed), in the order they were taken
         self._turn = threading.Condition()
-        self._uploads = ThreadPoolExecutor(in_flight, thread_name_prefix="tidelog-flush")
+        # One thread more than flushes: a flush's thread writes its object to the cache once
+        # it has committed, while the next flush runs.
+        self._uploads = ThreadPoolExecutor(in_flight + 1, thread_name_prefix="tidelog-flush")
         threading.Thread(target=self._run, name="tidelog-group-commit", daemon=True).start()
 
     def append(self, requests: Sequence[AppendRequest]) -> list[AppendResult]:
@@ -149,7 +151,9 @@ class GroupCommitter:
             self._flush(number, taken)
 
     def _flush(self, number: int, taken: list[tuple[AppendRequest, Future[AppendResult]]]) -> None:
-        """Upload now; commit once every flush taken before this one has committed."""
+        """Upload now; commit once every flush taken before this one has committed. The flush
+        is over once committed: what the writer does after that (its cache's write of the
+        object) runs beside the next flush."""
         upload: Upload | BaseException
         started = time.monotonic()
         try:
@@ -161,10 +165,17 @@ class GroupCommitter:
             while self._committed != number:
                 self._turn.wait()
         turn = time.monotonic()
+        over = False
+
+        def end() -> None:
+            nonlocal over
+            over = True
+            self._over(started, uploaded, turn, len(taken))
+
         try:
             if isinstance(upload, BaseException):
                 raise upload
-            results = upload.commit()
+            results = upload.commit(end)
         except BaseException as exc:  # noqa: BLE001 - see above
             for _, future in taken:
                 future.set_exception(exc)
@@ -172,20 +183,25 @@ class GroupCommitter:
             for (_, future), result in zip(taken, results, strict=True):
                 future.set_result(result)
         finally:
-            with self._turn:
-                self._committed += 1
-                self._turn.notify_all()
-            done = time.monotonic()
-            if done - started > SLOW_FLUSH_S:
-                log.warning(
-                    "slow flush of %d requests: %.1f s (upload %.1f s, waiting for the flush "
-                    "before %.1f s, commit %.1f s)",
-                    len(taken),
-                    done - started,
-                    uploaded - started,
-                    turn - uploaded,
-                    done - turn,
-                )
-            with self._wake:
-                self._in_flight -= 1
-                self._wake.notify()
+            if not over:
+                end()
+
+    def _over(self, started: float, uploaded: float, turn: float, requests: int) -> None:
+        """A flush is over: the next may commit, and another may start."""
+        with self._turn:
+            self._committed += 1
+            self._turn.notify_all()
+        done = time.monotonic()
+        if done - started > SLOW_FLUSH_S:
+            log.warning(
+                "slow flush of %d requests: %.1f s (upload %.1f s, waiting for the flush "
+                "before %.1f s, commit %.1f s)",
+                requests,
+                done - started,
+                uploaded - started,
+                turn - uploaded,
+                done - turn,
+            )
+        with self._wake:
+            self._in_flight -= 1
+            self._wake.notify()

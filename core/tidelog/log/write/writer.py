@@ -77,13 +77,19 @@ class Upload:
     settled: dict[int, AppendResult]  # by request index: failed before any commit
     stored: _Stored | None
 
-    def commit(self) -> list[AppendResult]:
-        """Results in request order, each with its own batches' offsets."""
+    def commit(self, over: Callable[[], None] = lambda: None) -> list[AppendResult]:
+        """Results in request order, each with its own batches' offsets. ``over`` is called
+        once they are final, before this host's readers are told of the object: its cache's
+        write of the whole object to disk, which the next flush need not wait for."""
         live = [r for i, r in enumerate(self.requests) if i not in self.settled]
-        committed = iter(self.writer._commit(live, self.stored) if self.stored else [])
+        committed: list[AppendResult] = []
+        if self.stored is None:
+            over()
+        else:
+            committed = self.writer._commit(live, self.stored, over)
+        each = iter(committed)
         return [
-            self.settled[i] if i in self.settled else next(committed)
-            for i in range(len(self.requests))
+            self.settled[i] if i in self.settled else next(each) for i in range(len(self.requests))
         ]
 
 
@@ -166,7 +172,9 @@ class Writer:
             return Upload(self, requests, stale | failed, None)
         return Upload(self, requests, stale, _Stored(object_key, body, extents, staged))
 
-    def _commit(self, requests: Sequence[AppendRequest], stored: _Stored) -> list[AppendResult]:
+    def _commit(
+        self, requests: Sequence[AppendRequest], stored: _Stored, over: Callable[[], None]
+    ) -> list[AppendResult]:
         merged: dict[tuple[str, int], list[ProducedBatch]] = {}
         topics: dict[tuple[str, int], Topic] = {}
         expected: dict[tuple[str, int], int | None] = {}
@@ -205,9 +213,11 @@ class Writer:
         results, referenced = self._committer.commit(appends, stored.object_key)
         if referenced:
             self._staging.remove(stored.staged)
-            self._tell_committed(stored.object_key, stored.body)
         else:
             self._settle_unreferenced(stored.object_key, stored.staged)
+        over()
+        if referenced:
+            self._tell_committed(stored.object_key, stored.body)
         return [
             _request_result(results[key], start, end, number) for key, start, end, number in slices
         ]
