@@ -165,11 +165,11 @@ class GroupCommitter:
             while self._committed != number:
                 self._turn.wait()
         turn = time.monotonic()
-        over = False
+        ended = False
 
         def end() -> None:
-            nonlocal over
-            over = True
+            nonlocal ended
+            ended = True
             self._over(started, uploaded, turn, len(taken))
 
         try:
@@ -183,7 +183,7 @@ class GroupCommitter:
             for (_, future), result in zip(taken, results, strict=True):
                 future.set_result(result)
         finally:
-            if not over:
+            if not ended:
                 end()
 
     def _over(self, started: float, uploaded: float, turn: float, requests: int) -> None:
