@@ -62,21 +62,25 @@ def decode_footer(data: bytes) -> list[Extent]:
 def tail_size(tail: bytes) -> int:
     """How many of the object's last bytes hold its footer and trailer, read from a tail of
     at least ``TRAILER_SIZE`` bytes."""
-    if not tail.endswith(TRAILER_MAGIC) or len(tail) < TRAILER_SIZE:
-        raise CorruptRecordError("not a tidelog flush object")
-    (size, _) = TRAILER.unpack_from(tail, len(tail) - TRAILER_SIZE)
-    return int(size) + TRAILER_SIZE
+    return _trailer(tail)[0] + TRAILER_SIZE
 
 
 def decode_tail(data: bytes) -> list[Extent]:
     """The extents, from the object's last ``tail_size`` bytes or more (the whole object will
     do): a collector needs only them to know which partitions an object serves."""
-    wanted = tail_size(data)
-    _, crc = TRAILER.unpack_from(data, len(data) - TRAILER_SIZE)
-    footer = data[max(len(data) - wanted, 0) : len(data) - TRAILER_SIZE]
-    if len(footer) != wanted - TRAILER_SIZE or crc32c(footer) != crc:
+    size, crc = _trailer(data)
+    footer = data[max(len(data) - TRAILER_SIZE - size, 0) : len(data) - TRAILER_SIZE]
+    if len(footer) != size or crc32c(footer) != crc:
         raise CorruptRecordError("flush object footer is damaged")
     return [Extent(str(t), int(p), int(s), int(e)) for t, p, s, e in json.loads(footer)]
+
+
+def _trailer(tail: bytes) -> tuple[int, int]:
+    """The footer's length and CRC-32C, from the object's last bytes."""
+    if not tail.endswith(TRAILER_MAGIC) or len(tail) < TRAILER_SIZE:
+        raise CorruptRecordError("not a tidelog flush object")
+    size, crc = TRAILER.unpack_from(tail, len(tail) - TRAILER_SIZE)
+    return int(size), int(crc)
 
 
 def extents_by_partition(extents: Iterable[Extent]) -> dict[tuple[str, int], Extent]:
