@@ -12,12 +12,12 @@ PYTEST_ARGS ?=
 # made once) and has its own `tidelog dev`.
 TEST_WORKERS ?= 2
 
-.PHONY: run test lint typecheck unit bench chaos openapi clean install install-dev tools
+.PHONY: run test lint typecheck unit bench chaos openapi clean install install-dev tools referees
 
 run: $(VENV)/.local  ## install, then serve tidelog on the embedded AWS emulator
 	$(BIN)/tidelog dev --api-port $(API_PORT) --aws-port $(AWS_PORT) --kafka-port $(KAFKA_PORT)
 
-test: $(VENV)/.dev node_modules/.installed tools lint typecheck  ## install, lint, type-check, run every test
+test: $(VENV)/.dev node_modules/.installed tools referees lint typecheck  ## install, lint, type-check, run every test
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests: that is a failure here" >&2; fi; \
 	exit $$status
@@ -84,5 +84,16 @@ tools:
 		else echo "$$tool not installed (needs apt-get as root): its tests will be skipped"; fi; }; \
 	done
 
+# The referees: a real Apache Kafka broker's jars, pinned in tests/referees/pom.xml, resolved by
+# Maven from Maven Central (cached in ~/.m2) and copied into .referees/kafka/ for the
+# conformance suite (docs/kafka.md). Without Java or Maven those tests say why they skip.
+REFEREES := .referees/kafka/.installed
+referees: $(REFEREES)
+$(REFEREES): tests/referees/pom.xml
+	@if command -v mvn >/dev/null 2>&1 && command -v java >/dev/null 2>&1; then \
+		rm -rf $(@D) && mvn -q -B -f tests/referees/pom.xml dependency:copy-dependencies \
+			-DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(@D) && touch $@; \
+	else echo "java or mvn not found: the Kafka conformance tests will be skipped"; fi
+
 clean:
-	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis .referees

@@ -280,6 +280,10 @@ def test_leaders_need_no_election_and_replicas_have_nowhere_to_move(dev, admin, 
     assert admin.list_partition_reassignments() == {}
 
     (node,) = brokers(dev.bootstrap)
+    # To the replica it has (any live agent serves it): a no-op, as Kafka answers one.
+    kept = admin.alter_partition_reassignments({TopicPartition(topic, 0): [node]})
+    assert kept == {TopicPartition(topic, 0): None}  # kafka-python: None for no error
+    assert admin.list_partition_reassignments() == {}
     (answer,) = admin.describe_log_dirs()
     here = answer["log_dirs"][0]["log_dir"]
     dirs = admin.alter_replica_log_dirs(

@@ -126,6 +126,19 @@ def test_the_produce_cache_refreshes_for_unknown_partitions_and_after_its_ttl(to
     assert cache.get("t").configs == {"retention.ms": "5"}
 
 
+def test_a_topic_this_agent_changed_is_read_again_at_once(topics):
+    cache = TopicCache(topics, ttl_s=3600, clock_s=lambda: 0.0)
+    topics.create("t", 2, {})
+    assert cache.get("t").partitions == 2
+    topics.add_partitions("t", 4)
+    cache.forget("t")
+    assert cache.get("t").partitions == 4
+    topics.alter_configs("t", {"retention.ms": 5})
+    assert cache.get("t").configs == {}  # changed elsewhere: within the TTL, the kept one
+    cache.forget("t")
+    assert cache.get("t").configs == {"retention.ms": "5"}
+
+
 def test_a_topic_is_found_by_its_id_and_only_its_own(topics):
     now = [0.0]
     cache = TopicCache(topics, ttl_s=1.0, clock_s=lambda: now[0])

@@ -348,7 +348,9 @@ def group_from_items(name: str, found: Iterable[Mapping[str, object]]) -> Group:
 
 
 def offset_item(name: str, committed: Committed, *, generation: int, member_id: str) -> Item:
+    epoch = {"leader_epoch": committed.leader_epoch} if committed.leader_epoch >= 0 else {}
     return {
+        **epoch,
         "pk": offsets_pk(name),
         "sk": offset_sk(committed.topic, committed.partition),
         "topic": committed.topic,

@@ -1,6 +1,5 @@
 """Consumer groups, the pure part: Kafka's states, members, protocol selection, expiry, and the
-per-partition rules of offset commits. Everything here takes values and returns values.
-"""
+per-partition rules of offset commits. Everything here takes values and returns values."""
 
 from __future__ import annotations
 
@@ -175,6 +174,7 @@ class Committed:
     offset: int
     metadata: str
     commit_ms: int
+    leader_epoch: int = -1  # the epoch the consumer fetched that offset under; -1: unknown
 
 
 @dataclass(frozen=True)

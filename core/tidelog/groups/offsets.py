@@ -44,6 +44,7 @@ class OffsetCommit:
     partition: int
     offset: int
     metadata: str = ""
+    leader_epoch: int = -1
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,12 @@ class GroupOffsets:
                     items.offset_item(
                         name,
                         Committed(
-                            commit.topic, commit.partition, commit.offset, commit.metadata, now
+                            commit.topic,
+                            commit.partition,
+                            commit.offset,
+                            commit.metadata,
+                            now,
+                            commit.leader_epoch,
                         ),
                         generation=generation,
                         member_id=member_id,
@@ -238,6 +244,7 @@ class GroupOffsets:
                 items.int_of(item["offset"]),
                 str(item.get("metadata", "")),
                 items.int_of(item["commit_ms"]),
+                items.int_of(item.get("leader_epoch", -1)),
             )
         return out
 

@@ -101,6 +101,7 @@ def delete_topics(body: Any) -> Answer:
                 name = deleted.name
             else:
                 deleted = runtime.topics().delete(name)
+            runtime.topic_cache().forget(name)
             answers.append(_deleted(name, uuid.UUID(deleted.topic_id), None))
         except TidelogError as exc:
             answers.append(_deleted(name, topic_id, exc))
@@ -143,6 +144,7 @@ def create_partitions(body: Any) -> Answer:
                     )
             else:
                 runtime.topics().add_partitions(name, int(request.count))
+                runtime.topic_cache().forget(name)
         except TidelogError as exc:
             error = exc
         results.append(

@@ -271,6 +271,7 @@ def incremental_alter_configs(request: Request, me: Node) -> Answer:
             if key not in IGNORED_TOPIC_CONFIGS
         }
         runtime.topics().alter_configs(topic, changes, validate_only=validate_only)
+        runtime.topic_cache().forget(name)
 
     return _alter(body, me, apply)
 

@@ -102,10 +102,13 @@ class FetchHandler:
                     "high_watermark": result.high_watermark,
                     "last_stable_offset": result.last_stable_offset,
                     "log_start_offset": result.log_start_offset,
+                    # Null unless read_committed, as Kafka's: only such a reader skips them.
                     "aborted_transactions": [
                         {"producer_id": t.producer_id, "first_offset": t.first_offset}
                         for t in result.aborted
-                    ],
+                    ]
+                    if committed
+                    else None,
                     "preferred_read_replica": -1,
                     "records": bytes(records),
                 }
@@ -180,7 +183,7 @@ def fetch_error(partition: int, error: TidelogError) -> Answer:
         "high_watermark": high_watermark,
         "last_stable_offset": -1,
         "log_start_offset": log_start,
-        "aborted_transactions": [],
+        "aborted_transactions": None,
         "preferred_read_replica": -1,
         "records": b"",
     }

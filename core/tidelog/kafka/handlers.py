@@ -99,7 +99,9 @@ class Handlers:
             ApiKey.DESCRIBE_LOG_DIRS: replicas.describe_log_dirs,
             ApiKey.ALTER_REPLICA_LOG_DIRS: replicas.alter_replica_log_dirs,
             ApiKey.ELECT_LEADERS: replicas.elect_leaders,
-            ApiKey.ALTER_PARTITION_REASSIGNMENTS: replicas.alter_partition_reassignments,
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS: lambda r: replicas.alter_partition_reassignments(
+                r, brokers.live
+            ),
             ApiKey.LIST_PARTITION_REASSIGNMENTS: replicas.list_partition_reassignments,
             ApiKey.DESCRIBE_ACLS: lambda r: access.describe_acls(r, authorizer),
             ApiKey.CREATE_ACLS: lambda r: access.create_acls(r, authorizer),
@@ -236,8 +238,12 @@ class Handlers:
                         head=heads.get((name, index)),
                     )
                     answer.update(offset=offset, timestamp=timestamp)
+                    if offset < 0:  # no such offset: no epoch either, as Kafka answers
+                        answer.update(leader_epoch=-1)
                 except TidelogError as exc:
-                    answer.update(error_code=exc.kafka_error.code, offset=-1, timestamp=-1)
+                    answer.update(
+                        error_code=exc.kafka_error.code, offset=-1, timestamp=-1, leader_epoch=-1
+                    )
                 partitions.append(answer)
             topics.append({"name": name, "partitions": partitions})
         return {"throttle_time": 0, "topics": topics}
@@ -287,7 +293,7 @@ def _produce_partition(index: int, topic: Topic | None, outcome: Any, now: int) 
         "error_code": NONE,
         "base_offset": outcome.base_offset,
         "log_append_time": -1 if stamp is None else stamp,
-        "log_start_offset": -1,
+        "log_start_offset": outcome.log_start_offset,
         "record_errors": [],
         "error_message": None,
     }

@@ -33,7 +33,13 @@ class OffsetHandlers:
     def offset_commit(self, request: Request) -> Answer:
         body = request.body
         wanted = [
-            (str(t.name), int(p.partition_index), int(p.committed_offset), p.committed_metadata)
+            OffsetCommit(
+                str(t.name),
+                int(p.partition_index),
+                int(p.committed_offset),
+                p.committed_metadata or "",
+                int(field(p, "committed_leader_epoch", -1)),
+            )
             for t in items(body.topics)
             for p in items(t.partitions)
         ]
@@ -42,10 +48,10 @@ class OffsetHandlers:
                 str(body.group_id),
                 str(body.member_id),
                 int(body.generation_id_or_member_epoch),
-                [OffsetCommit(t, p, offset, metadata or "") for t, p, offset, metadata in wanted],
+                wanted,
             )
         except TidelogError as exc:  # the whole request was refused: every partition says so
-            results = [CommitResult(t, p, error=exc) for t, p, _, _ in wanted]
+            results = [CommitResult(c.topic, c.partition, error=exc) for c in wanted]
         by_topic: dict[str, list[Answer]] = {}
         for result in results:
             error = NONE if result.error is None else result.error.kafka_error.code
@@ -136,7 +142,7 @@ class OffsetHandlers:
                 {
                     "partition_index": partition,
                     "committed_offset": NO_OFFSET if found is None or error else found.offset,
-                    "committed_leader_epoch": -1,
+                    "committed_leader_epoch": -1 if found is None or error else found.leader_epoch,
                     "metadata": "" if found is None else found.metadata,
                     "error_code": error,
                 }

@@ -9,12 +9,13 @@ UIs), so each is answered, never refused at the version level.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from tidelog import runtime
 from tidelog.errors import TidelogError
 from tidelog.kafka.codec import NONE, Answer, Request, code, items
 from tidelog.kafka.configs import log_dir
+from tidelog.kafka.node import Node
 from tidelog.log.head import sizes
 from tidelog.log.topics import Topic
 
@@ -43,9 +44,14 @@ def _not_needed(name: str, partition: int) -> Answer:
     }
 
 
-def alter_partition_reassignments(request: Request) -> Answer:
-    """A cancellation (null replicas) finds no reassignment in progress; a reassignment is an
-    assignment of replicas tidelog does not have: INVALID_REPLICA_ASSIGNMENT."""
+def alter_partition_reassignments(
+    request: Request, live: Callable[[], Sequence[Node]] = tuple
+) -> Answer:
+    """A cancellation (null replicas) finds no reassignment in progress. A reassignment to one
+    live agent is to the replica the partition has already (each agent serves every
+    partition), done with nothing to do, as Kafka answers a reassignment to the current
+    replicas; any other names replicas tidelog does not have: INVALID_REPLICA_ASSIGNMENT."""
+    agents = {node.node_id for node in live()}
     responses = []
     for topic in items(request.body.topics):
         name = str(topic.name)
@@ -53,10 +59,13 @@ def alter_partition_reassignments(request: Request) -> Answer:
         for p in items(topic.partitions):
             index = int(p.partition_index)
             error = _partition_error(name, index)
+            answer: tuple[int, str | None]
             if error is not None:
                 answer = (error.kafka_error.code, error.message)
             elif p.replicas is None:
                 answer = (code("NO_REASSIGNMENT_IN_PROGRESS"), "no reassignment is in progress")
+            elif len(p.replicas) == 1 and int(p.replicas[0]) in agents:
+                answer = (NONE, None)
             else:
                 answer = (code("INVALID_REPLICA_ASSIGNMENT"), NO_REPLICAS)
             partitions.append(

@@ -112,6 +112,7 @@ class TransactionHandlers:
                 int(p.partition_index),
                 int(p.committed_offset),
                 str(p.committed_metadata or ""),
+                int(field(p, "committed_leader_epoch", -1)),
             )
             for t in items(body.topics)
             for p in items(t.partitions)

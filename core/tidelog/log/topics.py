@@ -308,6 +308,13 @@ class TopicCache:
             self._entries[name] = (now, topic)
         return topic
 
+    def forget(self, name: str) -> None:
+        """This agent changed the topic: its next reader reads it again, so a client that
+        changed a topic through an agent sees the change there at once, as on a Kafka broker.
+        Other agents see it within ``ttl_s``."""
+        with self._lock:
+            self._entries.pop(name, None)
+
     def by_id(self, topic_id: str, partition: int | None = None) -> Topic:
         """The topic of a Kafka topic id (KIP-516), for the requests that name topics so. An
         id never names another topic, so its name is read once; the topic itself is kept as

@@ -34,6 +34,7 @@ class PendingOffset:
     partition: int
     offset: int
     metadata: str
+    leader_epoch: int = -1
 
 
 def pending_sk(topic: str, partition: int, transactional_id: str) -> str:
@@ -67,6 +68,7 @@ def hold(
                         "partition": o.partition,
                         "offset": o.offset,
                         "metadata": o.metadata,
+                        "leader_epoch": o.leader_epoch,
                         "commit_ms": now_ms,
                         "transactional_id": guard.transactional_id,
                     }
@@ -98,6 +100,7 @@ def settle(
                         items.int_of(item["offset"]),
                         str(item.get("metadata", "")),
                         now_ms,
+                        items.int_of(item.get("leader_epoch", -1)),
                     )
                     writes.append(
                         Put(items.offset_item(group, committed, generation=-1, member_id=""))

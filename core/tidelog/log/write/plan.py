@@ -94,6 +94,7 @@ class AppendResult:
     batch_offsets: tuple[tuple[int, int], ...] = ()  # (base, last) of each batch, in order
     error: TidelogError | None = None
     refused: Mapping[int, TidelogError] = field(default_factory=dict)
+    log_start_offset: int = -1  # the partition's, as the commit found it; -1: not known
 
     @property
     def base_offset(self) -> int:
@@ -142,7 +143,12 @@ class Plan:
 
     @property
     def result(self) -> AppendResult:
-        return AppendResult(self.append.partition, tuple(self.offsets), refused=self.refused)
+        return AppendResult(
+            self.append.partition,
+            tuple(self.offsets),
+            refused=self.refused,
+            log_start_offset=self.head.log_start_offset if self.head is not None else 0,
+        )
 
     @property
     def new_head(self) -> Head:

@@ -1,0 +1,476 @@
+"""The scripted sequences the conformance suite sends to Kafka and to tidelog alike: valid,
+edge and invalid requests, in the order a client would send them. Each step is named; its
+answer is compared with the other broker's answer to the same step.
+
+Batches are built here with fixed timestamps, so both brokers store the same bytes and a
+fetched batch compares byte for byte."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tests.support.differential import Script
+
+from tidelog.records.builder import RecordBatchBuilder
+
+# One CreateTime for the whole run, so both brokers are sent the same bytes; the run's own time,
+# as Kafka refuses one more than an hour ahead (message.timestamp.after.max.ms).
+NOW = int(time.time() * 1000)
+API_VERSIONS, METADATA, CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 18, 3, 19, 20, 37
+PRODUCE, FETCH, LIST_OFFSETS, DELETE_RECORDS = 0, 1, 2, 21
+OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, OFFSET_DELETE, DELETE_GROUPS = 8, 9, 10, 47, 42
+JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP, DESCRIBE_GROUPS, LIST_GROUPS = (
+    11,
+    14,
+    12,
+    13,
+    15,
+    16,
+)
+INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, END_TXN = 22, 24, 26
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
+ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS, ELECT_LEADERS, DESCRIBE_PRODUCERS = 45, 46, 43, 61
+
+
+def batch(
+    values: list[bytes | None],
+    *,
+    producer: tuple[int, int, int] = (-1, -1, -1),
+    transactional: bool = False,
+    timestamp: int | None = None,
+    compression: str = "none",
+) -> bytes:
+    producer_id, epoch, sequence = producer
+    builder = RecordBatchBuilder(
+        compression,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        base_sequence=sequence,
+        is_transactional=transactional,
+    )
+    for i, value in enumerate(values):
+        key = f"k{i}".encode()
+        builder.append(key, value, [("h", b"v")], timestamp=NOW if timestamp is None else timestamp)
+    return builder.build()
+
+
+def create(s: Script, step: str, alias: str, partitions: int = 1, **extra: Any) -> Any:
+    """``alias`` made the run's own name; an alias in brackets is sent as it is (bad names)."""
+    name = alias[1:-1] if alias.startswith("[") else s.name(alias)
+    topic = {"name": name, "num_partitions": partitions, "replication_factor": 1}
+    return s.call(step, CREATE_TOPICS, 7, {"topics": [{**topic, **extra}], "timeout": 10_000})
+
+
+def produce(s: Script, step: str, topic: str, partition: int, records: bytes, **extra: Any) -> Any:
+    body = {
+        "acks": -1,
+        "timeout": 10_000,
+        "topic_data": [
+            {"name": topic, "partition_data": [{"index": partition, "records": records}]}
+        ],
+        **extra,
+    }
+    return s.call(step, PRODUCE, 11, body)
+
+
+def fetch(s: Script, step: str, topic: str, offset: int, *, isolation: int = 0) -> Any:
+    body = {
+        "replica_id": -1,
+        "max_wait": 0,
+        "min_bytes": 0,
+        "max_bytes": 1 << 20,
+        "isolation_level": isolation,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {
+                        "partition": 0,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": offset,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": 1 << 20,
+                    }
+                ],
+            }
+        ],
+    }
+    return s.call(step, FETCH, 12, body)
+
+
+def list_offsets(s: Script, step: str, topic: str, timestamp: int, isolation: int = 0) -> Any:
+    partition = {"partition_index": 0, "current_leader_epoch": -1, "timestamp": timestamp}
+    body = {
+        "replica_id": -1,
+        "isolation_level": isolation,
+        "topics": [{"name": topic, "partitions": [partition]}],
+    }
+    return s.call(step, LIST_OFFSETS, 8, body)
+
+
+def metadata(s: Script, step: str, *topics: str, auto_create: bool = False) -> Any:
+    body = {
+        "topics": [{"name": t} for t in topics],
+        "allow_auto_topic_creation": auto_create,
+    }
+    return s.call(step, METADATA, 12, body)
+
+
+# ---------------------------------------------------------------- the sequences
+
+
+def api_versions(s: Script) -> None:
+    """Which APIs and versions each broker advertises."""
+    answer = s.conn.call(
+        API_VERSIONS, 3, {"client_software_name": "c", "client_software_version": "1"}
+    )
+    s.note("error", answer["error_code"])
+    s.note(
+        "apis",
+        {str(k["api_key"]): f"{k['min_version']}-{k['max_version']}" for k in answer["api_keys"]},
+    )
+
+
+def topic_lifecycle(s: Script) -> None:
+    """Create, describe, grow and delete a topic, and every refusal on the way."""
+    create(s, "create", "a", 3)
+    create(s, "create twice", "a", 3)
+    create(s, "create bad name", "[a b]", 1)
+    create(s, "create dot", "[.]", 1)
+    create(s, "create dot dot", "[..]", 1)
+    create(s, "create too long", f"[{'x' * 250}]", 1)
+    create(s, "create zero partitions", "z", 0)
+    create(s, "create replication 3", "r", 1, replication_factor=3)
+    create(s, "create with config", "c", 1, configs=[{"name": "retention.ms", "value": "1000"}])
+    create(s, "create bad config", "bc", 1, configs=[{"name": "retention.ms", "value": "x"}])
+    create(s, "create unknown config", "uc", 1, configs=[{"name": "no.such", "value": "1"}])
+    body = {
+        "topics": [{"name": s.name("v"), "num_partitions": 2, "replication_factor": 1}],
+        "timeout": 10_000,
+        "validate_only": True,
+    }
+    s.call("create validate only", CREATE_TOPICS, 7, body)
+    metadata(s, "metadata", s.name("a"), s.name("v"), s.name("missing"))
+    grow = {"name": s.name("a"), "count": 5, "assignments": None}
+    s.call("grow", CREATE_PARTITIONS, 3, {"topics": [grow], "timeout": 10_000})
+    shrink = {"name": s.name("a"), "count": 2, "assignments": None}
+    s.call("shrink", CREATE_PARTITIONS, 3, {"topics": [shrink], "timeout": 10_000})
+    missing = {"name": s.name("missing"), "count": 2, "assignments": None}
+    s.call("grow missing", CREATE_PARTITIONS, 3, {"topics": [missing], "timeout": 10_000})
+    metadata(s, "metadata grown", s.name("a"))
+    deleted = [{"name": s.name("a")}, {"name": s.name("missing")}]
+    s.call("delete", DELETE_TOPICS, 6, {"topics": deleted, "timeout": 10_000})
+
+
+def produce_and_fetch(s: Script) -> None:
+    """Records in, read back byte for byte, offsets listed, and bad batches refused."""
+    topic = s.name("p")
+    create(s, "create", "p", 1)
+    produce(s, "produce", topic, 0, batch([b"one", b"two", b"three"]))
+    produce(s, "produce second", topic, 0, batch([b"four"], compression="lz4"))
+    fetch(s, "fetch from 0", topic, 0)
+    fetch(s, "fetch from 3", topic, 3)
+    fetch(s, "fetch at end", topic, 4)
+    fetch(s, "fetch past end", topic, 9)
+    for name, timestamp in (("earliest", -2), ("latest", -1), ("max timestamp", -3), ("now", NOW)):
+        list_offsets(s, f"offsets {name}", topic, timestamp)
+    list_offsets(s, "offsets after all", topic, NOW + 60_000)
+    produce(s, "produce unknown partition", topic, 7, batch([b"x"]))
+    corrupt = bytearray(batch([b"x"]))
+    corrupt[-1] ^= 0xFF
+    produce(s, "produce corrupt", topic, 0, bytes(corrupt))
+    produce(s, "produce no timestamp", topic, 0, batch([b"t"], timestamp=-1))
+    produce(s, "produce far future", topic, 0, batch([b"f"], timestamp=NOW + 7_200_000))
+    trim = {"name": topic, "partitions": [{"partition_index": 0, "offset": 2}]}
+    s.call("delete records", DELETE_RECORDS, 2, {"topics": [trim], "timeout": 10_000})
+    fetch(s, "fetch below start", topic, 0)
+    list_offsets(s, "offsets earliest after delete", topic, -2)
+
+
+def idempotent_producer(s: Script) -> None:
+    """Sequences: in order, a retried batch answered with its first offsets, a gap refused."""
+    topic = s.name("i")
+    create(s, "create", "i", 1)
+    answer = s.call(
+        "init",
+        INIT_PRODUCER_ID,
+        4,
+        {
+            "transactional_id": None,
+            "transaction_timeout": -1,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        },
+    )
+    pid, epoch = answer["producer_id"], answer["producer_epoch"]
+    first = batch([b"a", b"b"], producer=(pid, epoch, 0))
+    produce(s, "first", topic, 0, first)
+    produce(s, "retry of first", topic, 0, first)
+    produce(s, "second", topic, 0, batch([b"c"], producer=(pid, epoch, 2)))
+    produce(s, "gap", topic, 0, batch([b"d"], producer=(pid, epoch, 9)))
+    produce(s, "old epoch", topic, 0, batch([b"e"], producer=(pid, epoch - 1 if epoch else 5, 0)))
+    fetch(s, "fetch", topic, 0)
+
+
+def committed_offsets(s: Script) -> None:
+    """Standalone offset commits (no group members): stored with metadata and leader epoch."""
+    topic, group = s.name("o"), s.name("g")
+    create(s, "create", "o", 2)
+    s.call("find coordinator", FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
+    partitions = [
+        {
+            "partition_index": 0,
+            "committed_offset": 5,
+            "committed_leader_epoch": 3,
+            "committed_metadata": "m",
+        },
+        {
+            "partition_index": 1,
+            "committed_offset": 0,
+            "committed_leader_epoch": -1,
+            "committed_metadata": None,
+        },
+    ]
+    commit = {
+        "group_id": group,
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "topics": [{"name": topic, "partitions": partitions}],
+    }
+    s.call("commit", OFFSET_COMMIT, 8, commit)
+    wanted = [{"name": topic, "partition_indexes": [0, 1]}]
+    s.call(
+        "fetch offsets",
+        OFFSET_FETCH,
+        8,
+        {"groups": [{"group_id": group, "topics": wanted}], "require_stable": False},
+    )
+    s.call(
+        "fetch all offsets",
+        OFFSET_FETCH,
+        8,
+        {"groups": [{"group_id": group, "topics": None}], "require_stable": False},
+    )
+    s.call(
+        "fetch unknown group",
+        OFFSET_FETCH,
+        8,
+        {"groups": [{"group_id": s.name("nobody"), "topics": wanted}], "require_stable": False},
+    )
+    stale = {**commit, "generation_id_or_member_epoch": 4, "member_id": "someone"}
+    s.call("commit as unknown member", OFFSET_COMMIT, 8, stale)
+    s.call(
+        "describe group",
+        DESCRIBE_GROUPS,
+        5,
+        {"groups": [group], "include_authorized_operations": False},
+    )
+    drop = {"group_id": group, "topics": [{"name": topic, "partitions": [{"partition_index": 1}]}]}
+    s.call("offset delete", OFFSET_DELETE, 0, drop)
+    s.call(
+        "fetch after offset delete",
+        OFFSET_FETCH,
+        8,
+        {"groups": [{"group_id": group, "topics": wanted}], "require_stable": False},
+    )
+    s.call("delete group", DELETE_GROUPS, 2, {"groups_names": [group]})
+    s.call("delete group again", DELETE_GROUPS, 2, {"groups_names": [group]})
+
+
+def topic_configs(s: Script) -> None:
+    """A topic's configs described, changed, and refused when wrong."""
+    topic = s.name("cfg")
+    create(s, "create", "cfg", 1)
+    resource = {
+        "resource_type": 2,
+        "resource_name": topic,
+        "configuration_keys": ["retention.ms", "cleanup.policy", "max.message.bytes"],
+    }
+    s.call(
+        "describe",
+        DESCRIBE_CONFIGS,
+        4,
+        {"resources": [resource], "include_synonyms": False, "include_documentation": False},
+    )
+    change = {
+        "resource_type": 2,
+        "resource_name": topic,
+        "configs": [{"name": "retention.ms", "config_operation": 0, "value": "3600000"}],
+    }
+    s.call(
+        "set retention",
+        INCREMENTAL_ALTER_CONFIGS,
+        1,
+        {"resources": [change], "validate_only": False},
+    )
+    s.call(
+        "describe after",
+        DESCRIBE_CONFIGS,
+        4,
+        {"resources": [resource], "include_synonyms": False, "include_documentation": False},
+    )
+    bad = {
+        "resource_type": 2,
+        "resource_name": topic,
+        "configs": [{"name": "retention.ms", "config_operation": 0, "value": "soon"}],
+    }
+    s.call(
+        "set bad value", INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [bad], "validate_only": False}
+    )
+    unknown = {
+        "resource_type": 2,
+        "resource_name": s.name("missing"),
+        "configs": [{"name": "retention.ms", "config_operation": 0, "value": "1"}],
+    }
+    s.call(
+        "set on missing topic",
+        INCREMENTAL_ALTER_CONFIGS,
+        1,
+        {"resources": [unknown], "validate_only": False},
+    )
+    reset = {
+        "resource_type": 2,
+        "resource_name": topic,
+        "configs": [{"name": "retention.ms", "config_operation": 1, "value": None}],
+    }
+    s.call(
+        "delete retention",
+        INCREMENTAL_ALTER_CONFIGS,
+        1,
+        {"resources": [reset], "validate_only": False},
+    )
+    s.call(
+        "describe reset",
+        DESCRIBE_CONFIGS,
+        4,
+        {"resources": [resource], "include_synonyms": False, "include_documentation": False},
+    )
+
+
+def replicas(s: Script) -> None:
+    """A one-replica cluster's answers to the replica APIs."""
+    topic = s.name("rep")
+    create(s, "create", "rep", 1)
+    node = metadata(s, "metadata", topic)["topics"][0]["partitions"][0]["leader_id"]
+    same = {"name": topic, "partitions": [{"partition_index": 0, "replicas": [node]}]}
+    s.call(
+        "reassign to current replica", ALTER_REASSIGNMENTS, 0, {"timeout": 10_000, "topics": [same]}
+    )
+    other = {"name": topic, "partitions": [{"partition_index": 0, "replicas": [node + 1]}]}
+    s.call("reassign elsewhere", ALTER_REASSIGNMENTS, 0, {"timeout": 10_000, "topics": [other]})
+    cancel = {"name": topic, "partitions": [{"partition_index": 0, "replicas": None}]}
+    s.call("cancel reassignment", ALTER_REASSIGNMENTS, 0, {"timeout": 10_000, "topics": [cancel]})
+    s.call("list reassignments", LIST_REASSIGNMENTS, 0, {"timeout": 10_000, "topics": None})
+    elect = {"topic": topic, "partitions": [0]}
+    s.call(
+        "elect preferred",
+        ELECT_LEADERS,
+        2,
+        {"election_type": 0, "topic_partitions": [elect], "timeout": 10_000},
+    )
+
+
+def transactions(s: Script) -> None:
+    """A transaction committed, one aborted, and what read_committed then sees."""
+    topic, txn = s.name("t"), s.name("txn")
+    create(s, "create", "t", 1)
+    s.call("find coordinator", FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": [txn]})
+    answer = s.call(
+        "init",
+        INIT_PRODUCER_ID,
+        4,
+        {
+            "transactional_id": txn,
+            "transaction_timeout": 60_000,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        },
+    )
+    pid, epoch = answer["producer_id"], answer["producer_epoch"]
+    add = {
+        "v3_and_below_transactional_id": txn,
+        "v3_and_below_producer_id": pid,
+        "v3_and_below_producer_epoch": epoch,
+        "v3_and_below_topics": [{"name": topic, "partitions": [0]}],
+    }
+    produce(
+        s,
+        "produce outside the transaction",
+        topic,
+        0,
+        batch([b"early"], producer=(pid, epoch, 0), transactional=True),
+        transactional_id=txn,
+    )
+    s.call("add partition", ADD_PARTITIONS_TO_TXN, 3, add)
+    produce(
+        s,
+        "produce committed",
+        topic,
+        0,
+        batch([b"c1", b"c2"], producer=(pid, epoch, 0), transactional=True),
+        transactional_id=txn,
+    )
+    s.call(
+        "commit",
+        END_TXN,
+        3,
+        {"transactional_id": txn, "producer_id": pid, "producer_epoch": epoch, "committed": True},
+    )
+    s.call("add partition again", ADD_PARTITIONS_TO_TXN, 3, add)
+    produce(
+        s,
+        "produce aborted",
+        topic,
+        0,
+        batch([b"a1"], producer=(pid, epoch, 2), transactional=True),
+        transactional_id=txn,
+    )
+    list_offsets(s, "stable offset while open", topic, -1, isolation=1)
+    s.call(
+        "abort",
+        END_TXN,
+        3,
+        {"transactional_id": txn, "producer_id": pid, "producer_epoch": epoch, "committed": False},
+    )
+    s.call(
+        "abort again",
+        END_TXN,
+        3,
+        {"transactional_id": txn, "producer_id": pid, "producer_epoch": epoch, "committed": False},
+    )
+    s.call(
+        "end with a wrong epoch",
+        END_TXN,
+        3,
+        {
+            "transactional_id": txn,
+            "producer_id": pid,
+            "producer_epoch": epoch + 7,
+            "committed": True,
+        },
+    )
+    fetch(s, "read committed", topic, 0, isolation=1)
+    fetch(s, "read uncommitted", topic, 0, isolation=0)
+    list_offsets(s, "stable offset", topic, -1, isolation=1)
+    describe = {"topics": [{"name": topic, "partition_indexes": [0]}]}
+    s.call("describe producers", DESCRIBE_PRODUCERS, 0, describe)
+
+
+SEQUENCES = {
+    sequence.__name__: sequence
+    for sequence in (
+        api_versions,
+        topic_lifecycle,
+        produce_and_fetch,
+        idempotent_producer,
+        committed_offsets,
+        topic_configs,
+        replicas,
+        transactions,
+    )
+}
