@@ -28,7 +28,7 @@ JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP, DESCRIBE_GROUPS, LIST_GROUPS = (
     15,
     16,
 )
-INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN, END_TXN = 22, 24, 26
+INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH, ADD_PARTITIONS_TO_TXN, END_TXN = 22, 23, 24, 26
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
 ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS, ELECT_LEADERS, DESCRIBE_PRODUCERS = 45, 46, 43, 61
 
@@ -185,6 +185,12 @@ def produce_and_fetch(s: Script) -> None:
     produce(s, "produce corrupt", topic, 0, bytes(corrupt))
     produce(s, "produce no timestamp", topic, 0, batch([b"t"], timestamp=-1))
     produce(s, "produce far future", topic, 0, batch([b"f"], timestamp=NOW + 7_200_000))
+    for epoch in (0, 5):
+        asked = {"partition": 0, "current_leader_epoch": -1, "leader_epoch": epoch}
+        body = {"replica_id": -1, "topics": [{"topic": topic, "partitions": [asked]}]}
+        s.call(f"end of epoch {epoch}", OFFSET_FOR_LEADER_EPOCH, 4, body)
+    missing = {"topic": s.name("missing"), "partitions": [{"partition": 0, "leader_epoch": 0}]}
+    s.call("end of epoch, missing topic", OFFSET_FOR_LEADER_EPOCH, 4, {"topics": [missing]})
     trim = {"name": topic, "partitions": [{"partition_index": 0, "offset": 2}]}
     s.call("delete records", DELETE_RECORDS, 2, {"topics": [trim], "timeout": 10_000})
     fetch(s, "fetch below start", topic, 0)
@@ -286,70 +292,33 @@ def topic_configs(s: Script) -> None:
     """A topic's configs described, changed, and refused when wrong."""
     topic = s.name("cfg")
     create(s, "create", "cfg", 1)
+    describe_configs(s, "describe", topic)
+    alter_config(s, "set retention", topic, "retention.ms", "3600000")
+    describe_configs(s, "describe after", topic)
+    alter_config(s, "set bad value", topic, "retention.ms", "soon")
+    alter_config(s, "set on missing topic", s.name("missing"), "retention.ms", "1")
+    alter_config(s, "delete retention", topic, "retention.ms", None, operation=1)
+    describe_configs(s, "describe reset", topic)
+
+
+def describe_configs(s: Script, step: str, topic: str) -> Any:
     resource = {
         "resource_type": 2,
         "resource_name": topic,
         "configuration_keys": ["retention.ms", "cleanup.policy", "max.message.bytes"],
     }
-    s.call(
-        "describe",
-        DESCRIBE_CONFIGS,
-        4,
-        {"resources": [resource], "include_synonyms": False, "include_documentation": False},
-    )
-    change = {
-        "resource_type": 2,
-        "resource_name": topic,
-        "configs": [{"name": "retention.ms", "config_operation": 0, "value": "3600000"}],
-    }
-    s.call(
-        "set retention",
-        INCREMENTAL_ALTER_CONFIGS,
-        1,
-        {"resources": [change], "validate_only": False},
-    )
-    s.call(
-        "describe after",
-        DESCRIBE_CONFIGS,
-        4,
-        {"resources": [resource], "include_synonyms": False, "include_documentation": False},
-    )
-    bad = {
-        "resource_type": 2,
-        "resource_name": topic,
-        "configs": [{"name": "retention.ms", "config_operation": 0, "value": "soon"}],
-    }
-    s.call(
-        "set bad value", INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [bad], "validate_only": False}
-    )
-    unknown = {
-        "resource_type": 2,
-        "resource_name": s.name("missing"),
-        "configs": [{"name": "retention.ms", "config_operation": 0, "value": "1"}],
-    }
-    s.call(
-        "set on missing topic",
-        INCREMENTAL_ALTER_CONFIGS,
-        1,
-        {"resources": [unknown], "validate_only": False},
-    )
-    reset = {
-        "resource_type": 2,
-        "resource_name": topic,
-        "configs": [{"name": "retention.ms", "config_operation": 1, "value": None}],
-    }
-    s.call(
-        "delete retention",
-        INCREMENTAL_ALTER_CONFIGS,
-        1,
-        {"resources": [reset], "validate_only": False},
-    )
-    s.call(
-        "describe reset",
-        DESCRIBE_CONFIGS,
-        4,
-        {"resources": [resource], "include_synonyms": False, "include_documentation": False},
-    )
+    body = {"resources": [resource], "include_synonyms": False, "include_documentation": False}
+    return s.call(step, DESCRIBE_CONFIGS, 4, body)
+
+
+def alter_config(
+    s: Script, step: str, topic: str, name: str, value: str | None, *, operation: int = 0
+) -> Any:
+    """IncrementalAlterConfigs of one topic config: SET (0) by default, DELETE (1)."""
+    config = {"name": name, "config_operation": operation, "value": value}
+    resource = {"resource_type": 2, "resource_name": topic, "configs": [config]}
+    body = {"resources": [resource], "validate_only": False}
+    return s.call(step, INCREMENTAL_ALTER_CONFIGS, 1, body)
 
 
 def replicas(s: Script) -> None:

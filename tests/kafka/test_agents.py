@@ -10,12 +10,15 @@ import time
 import uuid
 
 import pytest
+from confluent_kafka import Consumer as RdConsumer
+from confluent_kafka import TopicPartition as RdTopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse
 from kafka.protocol.producer.produce import ProduceRequest, ProduceResponse
 from tests.functional.test_produce_api import call, kafka_python_batch
 from tests.support.agents import AgentProcess
 from tests.support.kafka_wire import brokers, exchange, leaders
+from tests.support.kio_wire import Connection
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from tidelog.kafka.registry import READ_EVERY_MS, SESSION_MS
@@ -244,3 +247,166 @@ def _until(condition) -> None:
     while not condition():
         assert time.monotonic() < deadline
         time.sleep(0.05)
+
+
+def _epochs(bootstrap: str, topic: str) -> dict[int, tuple[int, int]]:
+    """Each partition's (leader, leader epoch), as Metadata v12 shows them."""
+    with Connection(bootstrap) as conn:
+        answer = conn.call(3, 12, {"topics": [{"name": topic}]})
+    (found,) = answer["topics"]
+    return {p["partition_index"]: (p["leader_id"], p["leader_epoch"]) for p in found["partitions"]}
+
+
+def test_leader_epochs_rise_as_agents_come_and_go_and_a_consumer_follows_its_leaders(dev):
+    """librdkafka takes Metadata whose epoch is not above the one it holds as stale: a leader
+    shown again under an old epoch would strand its fetches on a dead agent (librdkafka#5593).
+    Agents join, stop and die under a librdkafka consumer; every epoch ever shown stands for
+    one leader per partition, epochs only rise, and the consumer reads every record."""
+    topic = f"epochs-{uuid.uuid4().hex[:8]}"
+    assert call(dev, "POST", "/v1/topics", {"name": topic, "partitions": PARTITIONS})[0] == 201
+    consumer = RdConsumer(
+        {
+            "bootstrap.servers": dev.bootstrap,
+            "group.id": f"g-{topic}",
+            "auto.offset.reset": "earliest",
+            "topic.metadata.refresh.interval.ms": 1000,
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([RdTopicPartition(topic, p) for p in range(PARTITIONS)])
+    producer = KafkaProducer(bootstrap_servers=dev.bootstrap, linger_ms=2)
+    shown: dict[tuple[int, int], int] = {}  # (epoch, partition) -> leader
+    last_epoch = [-1]
+    read: set[bytes] = set()
+    sent: list[bytes] = []
+
+    def observe(*bootstraps: str) -> int:
+        """Every partition's leader and epoch from each agent named: the lowest epoch any of
+        them shows."""
+        lowest = None
+        for bootstrap in bootstraps:
+            epochs = set()
+            for p, (leader, e) in _epochs(bootstrap, topic).items():
+                assert shown.setdefault((e, p), leader) == leader, f"epoch {e} with two leaders"
+                epochs.add(e)
+            assert len(epochs) == 1, "one agent shows one epoch for every partition"
+            lowest = min(epochs | ({lowest} if lowest is not None else set()))
+        assert lowest is not None
+        return lowest
+
+    def traffic(count: int) -> None:
+        for _ in range(count):
+            value = b"e%d" % len(sent)
+            producer.send(topic, value=value, partition=len(sent) % PARTITIONS)
+            sent.append(value)
+        producer.flush(30)
+        deadline = time.monotonic() + 30
+        while len(read) < len(sent):
+            assert time.monotonic() < deadline, f"{len(sent) - len(read)} records never read"
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                read.add(message.value())
+
+    def rises(*bootstraps: str) -> None:
+        """Until every agent named shows an epoch above the last one seen everywhere."""
+
+        def higher() -> bool:
+            epoch = observe(*bootstraps)
+            if epoch > last_epoch[0]:
+                last_epoch[0] = epoch
+                return True
+            return False
+
+        _until(higher)
+
+    try:
+        traffic(48)
+        rises(dev.bootstrap)
+        joined = AgentProcess(dev)
+        rises(dev.bootstrap, joined.bootstrap)
+        traffic(48)
+        joined.stop()  # leaves at once
+        rises(dev.bootstrap)
+        traffic(48)
+        doomed = AgentProcess(dev)
+        rises(dev.bootstrap, doomed.bootstrap)
+        traffic(48)
+        doomed.process.kill()  # expires after its session
+        doomed.process.wait(10)
+        deadline = time.monotonic() + (SESSION_MS + READ_EVERY_MS) / 1000 + 5
+        while doomed.node_id in brokers(dev.bootstrap):
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        rises(dev.bootstrap)
+        traffic(48)  # the partitions it led are read from their new leader
+        assert read == set(sent)
+    finally:
+        producer.close()
+        consumer.close()
+
+
+def test_a_position_with_an_epoch_is_validated_across_a_leader_change_and_reading_goes_on(dev):
+    """A committed offset may carry a leader epoch (a consumer moved from another cluster):
+    librdkafka then validates its position with OffsetForLeaderEpoch whenever the leader
+    epoch rises, and must find it still in the log, not truncated (KIP-320)."""
+    topic = f"validate-{uuid.uuid4().hex[:8]}"
+    assert call(dev, "POST", "/v1/topics", {"name": topic, "partitions": 1})[0] == 201
+    producer = KafkaProducer(bootstrap_servers=dev.bootstrap)
+    for i in range(10):
+        producer.send(topic, value=b"v%d" % i, partition=0)
+    producer.flush(30)
+    group = f"g-{topic}"
+    settings = {
+        "bootstrap.servers": dev.bootstrap,
+        "group.id": group,
+        "enable.auto.commit": False,
+        "topic.metadata.refresh.interval.ms": 500,
+        "debug": "fetch",
+    }
+    committer = RdConsumer(settings)
+    committer.commit(offsets=[RdTopicPartition(topic, 0, 4, leader_epoch=7)], asynchronous=False)
+    (committed,) = committer.committed([RdTopicPartition(topic, 0)], timeout=10)
+    assert (committed.offset, committed.leader_epoch) == (4, 7)
+    committer.close()
+
+    validated: list[str] = []
+    consumer = RdConsumer({**settings, "logger": _Lines(validated), "auto.offset.reset": "error"})
+    consumer.assign([RdTopicPartition(topic, 0)])  # from the committed offset, epoch 7
+    values = _read(consumer, 6)
+    other = AgentProcess(dev)  # the leader epoch rises: librdkafka validates its position
+    try:
+        for i in range(10, 14):
+            producer.send(topic, value=b"v%d" % i, partition=0)
+        producer.flush(30)
+        values += _read(consumer, 4)
+    finally:
+        other.stop()
+        consumer.close()
+        producer.close()
+    assert values == [b"v%d" % i for i in range(4, 14)]
+    assert any("querying broker for epoch validation" in line for line in validated)
+
+
+class _Lines:
+    """A logger for librdkafka that keeps what it logs."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+
+    def log(self, level: int, message: str, *args: object) -> None:
+        self.lines.append(message % args if args else message)
+
+    def __getattr__(self, name: str):
+        return lambda message, *args, **kwargs: self.log(0, message, *args)
+
+
+def _read(consumer, count: int) -> list[bytes]:
+    values: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(values) < count:
+        assert time.monotonic() < deadline, f"read {len(values)} of {count}"
+        message = consumer.poll(0.2)
+        if message is not None:
+            assert message.error() is None, message.error()
+            values.append(message.value())
+    return values

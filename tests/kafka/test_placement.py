@@ -30,8 +30,10 @@ from tidelog.kafka.registry import (
     AGENTS_PK,
     READ_EVERY_MS,
     SESSION_MS,
+    VIEW_SK,
     Registry,
     Solo,
+    View,
 )
 from tidelog.log.topics import TopicCache, Topics
 from tidelog.storage import StorageUnavailableError
@@ -139,6 +141,10 @@ class Clock:
         return self.now
 
 
+def agent_items(store) -> list[str]:
+    return [item["sk"] for item in store.query(AGENTS_PK) if item["sk"] != VIEW_SK]
+
+
 def registry(store, clock, ids, host="a", zone=None) -> Registry:
     ids = iter(ids)
     return Registry(store, host=host, zone=zone, clock_ms=clock, random_id=lambda: next(ids))
@@ -154,7 +160,7 @@ def test_agents_see_each_other_and_one_that_stops_is_gone():
     b.deregister()
     clock.now += READ_EVERY_MS
     assert a.live() == (Node(11, "a", 9092, "az1"),)
-    assert [item["sk"] for item in store.query(AGENTS_PK)] == ["0000000011"]
+    assert agent_items(store) == ["0000000011"]
 
 
 def test_an_agent_that_stops_heartbeating_expires_and_one_that_beats_does_not():
@@ -211,7 +217,7 @@ def test_a_claim_the_store_could_not_answer_is_tried_again_under_the_same_id(fau
         random_id=iter([41, 42]).__next__, sleep=lambda _: setattr(plan, fault, 0.0),
     )  # fmt: skip
     assert r.register().node_id == 41
-    assert [item["sk"] for item in store.query(AGENTS_PK)] == ["0000000041"]
+    assert agent_items(store) == ["0000000041"]
 
 
 def test_a_store_down_for_good_stops_the_registration():
@@ -241,7 +247,7 @@ def test_heartbeats_go_on_through_store_failures_and_stop_removes_the_agent(monk
         assert time.monotonic() < deadline, "no heartbeat after the failures ended"
         time.sleep(0.005)
     r.stop()
-    assert list(store.query(AGENTS_PK)) == []
+    assert agent_items(store) == []
 
 
 def test_a_failed_registry_read_answers_from_the_last_one_and_stop_still_stops():
@@ -262,11 +268,14 @@ def test_a_failed_registry_read_answers_from_the_last_one_and_stop_still_stops()
 
 
 class Brokers:
-    def __init__(self, me: Node, others: tuple[Node, ...]) -> None:
-        self.me, self._others = me, others
+    def __init__(self, me: Node, others: tuple[Node, ...], epoch: int = 3) -> None:
+        self.me, self._others, self.epoch = me, others, epoch
 
     def live(self) -> tuple[Node, ...]:
         return (self.me, *self._others)
+
+    def view(self) -> View:
+        return View(self.epoch, self.live())
 
 
 @pytest.fixture
@@ -361,3 +370,85 @@ def test_describe_cluster_lists_brokers_and_no_controllers(handlers, version, en
 
 def test_one_agent_alone_leads_everything():
     assert Solo(Node(1, "h", 1)).live() == (Node(1, "h", 1),)
+
+
+# Leader epochs: one view, one epoch ---------------------------------------------------------
+
+
+def test_the_epoch_rises_whenever_an_agent_comes_or_goes():
+    store, clock = MemoryMetadataStore(), Clock()
+    a = registry(store, clock, [1])
+    a.register()
+    first = a.view()
+    assert [n.node_id for n in first.nodes] == [1]
+    b = registry(store, clock, [2])
+    b.register()
+    clock.now += READ_EVERY_MS
+    joined = a.view()
+    assert [n.node_id for n in joined.nodes] == [1, 2]
+    assert joined.epoch > first.epoch
+    assert b.view().epoch == joined.epoch  # the other agent reads the same view
+    b.deregister()
+    clock.now += READ_EVERY_MS
+    left = a.view()
+    assert [n.node_id for n in left.nodes] == [1]
+    assert left.epoch > joined.epoch
+
+
+ACTIONS = st.lists(
+    st.tuples(st.sampled_from(["start", "stop", "beat", "view", "tick"]), st.integers(0, 3)),
+    max_size=60,
+)
+
+
+@given(ACTIONS)
+def test_an_epoch_stands_for_one_set_of_agents_whichever_agent_shows_it(actions):
+    """The rule clients rely on (librdkafka#5593): never the same epoch with other leaders.
+    Agents start, stop, miss heartbeats and read views in any order; every view any of them
+    shows maps its epoch to one member set, and no agent's epochs ever go back."""
+    store, clock = MemoryMetadataStore(), Clock()
+    agents = {i: registry(store, clock, itertools.repeat(i + 1)) for i in range(4)}
+    started: set[int] = set()
+    members_of: dict[int, frozenset[int]] = {}
+    last: dict[int, int] = {}
+    for action, i in actions:
+        agent = agents[i]
+        if action == "start" and i not in started:
+            agent.register()
+            started.add(i)
+        elif action == "stop" and i in started:
+            agent.deregister()
+            started.discard(i)
+            last.pop(i, None)  # a stopped agent starts again as a new one
+        elif action == "beat" and i in started:
+            agent.heartbeat()
+        elif action == "tick":
+            clock.now += READ_EVERY_MS * (i + 1) * 2
+        elif action == "view" and i in started:
+            view = agent.view()
+            shown = frozenset(n.node_id for n in view.nodes)
+            assert members_of.setdefault(view.epoch, shown) == shown, (view.epoch, shown)
+            assert view.epoch >= last.get(i, view.epoch)
+            last[i] = view.epoch
+
+
+def test_agents_racing_to_write_the_next_view_agree_on_it():
+    store, clock = MemoryMetadataStore(), Clock()
+    a, b = registry(store, clock, [1]), registry(store, clock, [2])
+    a.register()
+    assert a.view().epoch == 1
+    b.register()
+    stale = list(store.query(AGENTS_PK))  # b read before a wrote the next view
+    clock.now += READ_EVERY_MS
+    written = a.view()
+    assert written.epoch == 2
+    assert [n.node_id for n in written.nodes] == [1, 2]
+    # b's own write of the next view loses: it shows the view it read, whose epoch still
+    # stands for that view's members, never its own members under that epoch.
+    lost = b._settled(stale, b.me, clock.now)
+    assert lost.epoch == 1
+    assert [n.node_id for n in lost.nodes] == [1]
+    clock.now += READ_EVERY_MS
+    again = b.view()
+    assert again.epoch == 2
+    assert [n.node_id for n in again.nodes] == [2, 1]  # the same view, this agent first

@@ -100,7 +100,11 @@ class KafkaBroker:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # stopped by its own PID and group, never by a pattern
         )
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()  # a start that failed leaves no broker behind
+            raise
 
     def _wait_ready(self) -> None:
         """Until the broker serves requests and both coordinators have loaded their topics, as
@@ -110,8 +114,9 @@ class KafkaBroker:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the Kafka broker exited at start:\n{self.output()}")
             if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the Kafka broker was not ready in {START_SECONDS} s")
+                raise RuntimeError(
+                    f"the Kafka broker was not ready in {START_SECONDS} s:\n{self.output()[-4000:]}"
+                )
             time.sleep(0.2)
 
     def _ready(self) -> bool:

@@ -449,8 +449,14 @@ def test_resets_only_while_the_group_is_empty():
     assert coord.committed("g")[("t0", 1)].offset == 0  # clamped to the partition's end
     (simple,) = coord.commit("g", "", -1, [OffsetCommit("t0", 0, 45)])
     assert simple.offset == 45  # an empty group takes commits from simple consumers
+    # ... and from any client outside group management, named or not: a KIP-848 consumer
+    # that never subscribed commits under its own member id, as on Kafka.
+    (named,) = coord.commit("g", "never-subscribed", -1, [OffsetCommit("t0", 0, 46)])
+    assert named.offset == 46
+    (unknown,) = coord.commit("nobody-yet", "never-subscribed", -1, [OffsetCommit("t0", 0, 7)])
+    assert unknown.offset == 7
     with pytest.raises(UnknownMemberError):
-        coord.commit("g", "someone", 3, [OffsetCommit("t0", 0, 46)])
+        coord.commit("g", "someone", 3, [OffsetCommit("t0", 0, 47)])
 
 
 @pytest.mark.parametrize("partitions", [2, 150])

@@ -195,12 +195,15 @@ class GroupOffsets:
             _fence_consumer_commit(group, member_id, generation)
             return
         if not group.members:
-            if member_id or generation != -1:
-                raise UnknownMemberError(
-                    f'group {group.name} has no members: commit with member_id "" and '
-                    "generation_id -1"
-                )
-            return
+            # Kafka's ClassicGroup.validateOffsetCommit: generation -1 is a client outside group
+            # management (an admin client, a consumer that assigns itself, or one of KIP-848's
+            # that never subscribed, which names its own member id), and it may commit while
+            # the group is empty or does not exist.
+            if generation < 0:
+                return
+            raise UnknownMemberError(
+                f"group {group.name} has no members: commit with generation_id -1"
+            )
         known_member(group, member_id)
         if group.state == State.STABLE and generation == group.generation:
             return

@@ -34,6 +34,7 @@ class ApiKey(enum.IntEnum):
     DELETE_TOPICS = 20
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
     ADD_PARTITIONS_TO_TXN = 24
     ADD_OFFSETS_TO_TXN = 25
     END_TXN = 26
@@ -87,6 +88,7 @@ API_VERSIONS = MappingProxyType(
         ApiKey.DELETE_TOPICS: (1, 6),
         ApiKey.DELETE_RECORDS: (0, 2),
         ApiKey.INIT_PRODUCER_ID: (0, 4),
+        ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
         ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
         ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
         ApiKey.END_TXN: (0, 3),

@@ -248,6 +248,18 @@ FETCH = Fanout(
 LIST_OFFSETS = fanout.by_topic(
     {"throttle_time": 0, "topics": []}, {"timestamp": -1, "offset": -1, "leader_epoch": -1}
 )
+OFFSET_FOR_LEADER_EPOCH = Fanout(
+    "topics",
+    "topic",
+    "partitions",
+    "partition",
+    "topics",
+    "topic",
+    "partitions",
+    "partition",
+    base={"throttle_time": 0, "topics": []},
+    refused={"leader_epoch": -1, "end_offset": -1},
+)
 COMMIT = fanout.by_topic({"throttle_time": 0, "topics": []})
 OFFSET_DELETE = fanout.by_topic({"throttle_time": 0, "error_code": NONE, "topics": []})
 DELETE_RECORDS = fanout.by_topic({"throttle_time": 0, "topics": []}, {"low_watermark": -1})
@@ -280,6 +292,7 @@ def _topics(spec: Fanout, need: Need) -> Callable[[Request, Access, Call], Answe
 
 GATES[ApiKey.FETCH] = _topics(FETCH, TOPIC_READ)
 GATES[ApiKey.LIST_OFFSETS] = _topics(LIST_OFFSETS, TOPIC_DESCRIBE)
+GATES[ApiKey.OFFSET_FOR_LEADER_EPOCH] = _topics(OFFSET_FOR_LEADER_EPOCH, TOPIC_DESCRIBE)
 GATES[ApiKey.DELETE_RECORDS] = _topics(DELETE_RECORDS, TOPIC_DELETE)
 GATES[ApiKey.DESCRIBE_PRODUCERS] = _topics(DESCRIBE_PRODUCERS, TOPIC_READ)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from tidelog import runtime
 from tidelog.errors import TidelogError
-from tidelog.kafka import access, admin, authorization, configs, producers, replicas
+from tidelog.kafka import access, admin, authorization, configs, epochs, producers, replicas
 from tidelog.kafka.apis import API_VERSIONS, LEGACY_PRODUCE, ApiKey
 from tidelog.kafka.authorizer import Access, Authorizer
 from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
@@ -99,6 +99,7 @@ class Handlers:
             ApiKey.DESCRIBE_LOG_DIRS: replicas.describe_log_dirs,
             ApiKey.ALTER_REPLICA_LOG_DIRS: replicas.alter_replica_log_dirs,
             ApiKey.ELECT_LEADERS: replicas.elect_leaders,
+            ApiKey.OFFSET_FOR_LEADER_EPOCH: epochs.offset_for_leader_epoch,
             ApiKey.ALTER_PARTITION_REASSIGNMENTS: lambda r: replicas.alter_partition_reassignments(
                 r, brokers.live
             ),
@@ -219,7 +220,9 @@ class Handlers:
             partitions = []
             for p in items(topic_request.partitions):
                 index, at = int(p.partition_index), int(p.timestamp)
-                answer = {"partition_index": index, "error_code": NONE, "leader_epoch": 0}
+                # No epoch: batches carry none (tidelog.kafka.epochs), so a consumer that
+                # starts here has no position to validate when leaders change.
+                answer = {"partition_index": index, "error_code": NONE, "leader_epoch": -1}
                 try:
                     topic = runtime.topic_cache().get(name, index)
                     topic.check_partition(index)
@@ -238,12 +241,8 @@ class Handlers:
                         head=heads.get((name, index)),
                     )
                     answer.update(offset=offset, timestamp=timestamp)
-                    if offset < 0:  # no such offset: no epoch either, as Kafka answers
-                        answer.update(leader_epoch=-1)
                 except TidelogError as exc:
-                    answer.update(
-                        error_code=exc.kafka_error.code, offset=-1, timestamp=-1, leader_epoch=-1
-                    )
+                    answer.update(error_code=exc.kafka_error.code, offset=-1, timestamp=-1)
                 partitions.append(answer)
             topics.append({"name": name, "partitions": partitions})
         return {"throttle_time": 0, "topics": topics}

@@ -17,7 +17,7 @@ from tidelog.errors import InvalidRequestError, TidelogError
 from tidelog.kafka.codec import NONE, Answer, KeyedPartitions, Request, code, field, items
 from tidelog.kafka.node import Node, reachable
 from tidelog.kafka.placement import client_zone, owner_id, partition_key, visible
-from tidelog.kafka.registry import Brokers
+from tidelog.kafka.registry import Brokers, View
 from tidelog.kafka.topicrefs import NO_ID, topic_ref
 from tidelog.log.topics import Topic
 
@@ -35,14 +35,15 @@ class MetadataHandlers:
     def metadata(self, request: Request) -> Answer:
         body = request.body
         wanted = field(body, "topics")
-        nodes = self.shown(request)
+        view = self.shown(request)
+        nodes = view.nodes
         if wanted is None or (request.api_version == 0 and not wanted):
-            topics = [topic_metadata(t, nodes) for t in runtime.topics().list()]
+            topics = [topic_metadata(t, view) for t in runtime.topics().list()]
         else:
             # Versions before 4 have no flag: they always asked for creation, as Kafka reads them.
             create = bool(field(body, "allow_auto_topic_creation", True))
             by_id = request.api_version >= TOPIC_IDS
-            topics = [self._named(t, nodes, create, by_id) for t in wanted]
+            topics = [self._named(t, view, create, by_id) for t in wanted]
         return {
             "throttle_time": 0,
             "error_code": NONE,
@@ -76,7 +77,7 @@ class MetadataHandlers:
             }
         listed = {t.name: t for t in runtime.topics().list()}
         wanted = sorted({n for n in (named or listed) if n >= start})
-        nodes = self.shown(request)
+        view = self.shown(request)
         room = max(1, min(MAX_PAGE_PARTITIONS, int(body.response_partition_limit)))
         topics: list[Answer] = []
         next_cursor = None
@@ -89,7 +90,7 @@ class MetadataHandlers:
                 topics.append(no_topic(name, code("UNKNOWN_TOPIC_OR_PARTITION")))
                 continue
             first = int(cursor.partition_index) if cursor is not None and name == start else 0
-            shown = topic_metadata(topic, nodes, first, room)
+            shown = topic_metadata(topic, view, first, room)
             topics.append(shown)
             room -= len(shown["partitions"])
             end = first + len(shown["partitions"])
@@ -118,7 +119,7 @@ class MetadataHandlers:
                 "brokers": [],
                 "cluster_authorized_operations": UNKNOWN_OPERATIONS,
             }
-        nodes = self.shown(request)
+        nodes = self.shown(request).nodes
         return {
             "throttle_time": 0,
             "error_code": NONE,
@@ -133,11 +134,12 @@ class MetadataHandlers:
             "cluster_authorized_operations": UNKNOWN_OPERATIONS,
         }
 
-    def shown(self, request: Request) -> tuple[Node, ...]:
+    def shown(self, request: Request) -> View:
         """The agents this client is shown, at the ports of the listener it came in on: live
-        ones in its zone, else all live ones."""
-        live = reachable(self.brokers.live(), request.listener)
-        return visible(live, client_zone(request.client_id))
+        ones in its zone, else all live ones; with the epoch of the view they are taken from."""
+        view = self.brokers.view()
+        live = reachable(view.nodes, request.listener)
+        return View(view.epoch, visible(live, client_zone(request.client_id)))
 
     def cluster_id(self) -> str:
         """Created once per cluster and never changed: read once per agent."""
@@ -150,7 +152,7 @@ class MetadataHandlers:
         return self._cluster
 
     @staticmethod
-    def _named(wanted: Any, nodes: tuple[Node, ...], create: bool, by_id: bool) -> Answer:
+    def _named(wanted: Any, view: View, create: bool, by_id: bool) -> Answer:
         """A topic the request names: by name, created if it may be; or by id (v12+), which
         is never created, and answers UNKNOWN_TOPIC_ID with no name when unknown."""
         ref = topic_ref(wanted, "name")
@@ -161,8 +163,8 @@ class MetadataHandlers:
             if ref.error is not None:
                 raise ref.error
             if ref.found is not None:
-                return topic_metadata(ref.found, nodes)
-            return topic_metadata(runtime.topic_or_create(ref.name, create=create), nodes)
+                return topic_metadata(ref.found, view)
+            return topic_metadata(runtime.topic_or_create(ref.name, create=create), view)
         except TidelogError as exc:
             return {
                 "error_code": exc.kafka_error.code,
@@ -174,12 +176,11 @@ class MetadataHandlers:
             }
 
 
-def topic_metadata(
-    topic: Topic, nodes: tuple[Node, ...], first: int = 0, most: int | None = None
-) -> Answer:
-    """The topic and its partitions from ``first`` on, ``most`` of them at most."""
+def topic_metadata(topic: Topic, view: View, first: int = 0, most: int | None = None) -> Answer:
+    """The topic and its partitions from ``first`` on, ``most`` of them at most; each led by
+    its rendezvous agent among the view's, under the view's epoch (tidelog.kafka.registry)."""
     last = topic.partitions if most is None else min(topic.partitions, first + most)
-    node_ids = tuple(node.node_id for node in nodes)
+    node_ids = tuple(node.node_id for node in view.nodes)
     shown = leaders(topic.topic_id, first, last, node_ids)
 
     def entry(i: int) -> Answer:
@@ -188,7 +189,7 @@ def topic_metadata(
             "error_code": NONE,
             "partition_index": first + i,
             "leader_id": leader,
-            "leader_epoch": 0,
+            "leader_epoch": view.epoch,
             "replica_nodes": [leader],
             "isr_nodes": [leader],
             "offline_replicas": [],
@@ -196,7 +197,8 @@ def topic_metadata(
             "last_known_elr": [],
         }
 
-    partitions = KeyedPartitions((topic.topic_id, first, last, node_ids), last - first, entry)
+    key = (topic.topic_id, first, last, node_ids, view.epoch)
+    partitions = KeyedPartitions(key, last - first, entry)
     return {
         "error_code": NONE,
         "name": topic.name,

@@ -5,6 +5,7 @@ Items::
     ("agents", "<node id, 10 digits>")   host, port, each listener's port, zone, the instance
                                           holding the id, and when it expires unless
                                           heartbeated
+    ("agents", "view")                   the members clients are shown, and their epoch
 
 An agent claims a random int32 node id that no live agent holds, heartbeats every
 ``HEARTBEAT_MS`` and is dropped from every answer ``SESSION_MS`` after its last heartbeat: the
@@ -14,6 +15,16 @@ good, days later; until then readers skip them.
 
 Nothing depends on the registry for correctness: every agent serves every partition and group.
 It decides only where clients are sent (tidelog.kafka.placement).
+
+Clients trust leader epochs: a Metadata answer whose epoch is not above the one a client holds
+is taken as stale, so an epoch shown with one leader and later with another strands the
+client on the first (librdkafka#5593). So agents show clients a *view*: a member set with an
+epoch, one item that moves only by compare-and-set, its epoch one higher each time. An agent
+that reads a live set other than the view's writes the next view; leaders are computed over
+the view's members and shown with its epoch, so an epoch always stands for one member set and
+each partition's leader under it, whichever agent answers. The epoch is every partition's
+leader epoch: it rises whenever any agent comes or goes, whether or not that partition's
+leader moved, which clients take as a leader change to the same leader.
 """
 
 from __future__ import annotations
@@ -24,7 +35,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from tidelog import runtime, threads
 from tidelog.errors import TidelogError
@@ -42,6 +53,8 @@ from tidelog.storage import (
 )
 
 AGENTS_PK = "agents"
+VIEW_SK = "view"
+NO_EPOCH = -1  # shown before this agent has read a view: clients compare no epoch with it
 HEARTBEAT_MS = 2000
 SESSION_MS = 9000
 READ_EVERY_MS = 1000
@@ -59,6 +72,13 @@ def random_node_id() -> int:
     return 1 + secrets.randbelow(2**31 - 1)
 
 
+class View(NamedTuple):
+    """The agents clients are shown, and the epoch that stands for them."""
+
+    epoch: int
+    nodes: tuple[Node, ...]
+
+
 class Brokers(Protocol):
     """This agent and the live agents of its cluster."""
 
@@ -66,6 +86,8 @@ class Brokers(Protocol):
     def me(self) -> Node: ...
 
     def live(self) -> tuple[Node, ...]: ...
+
+    def view(self) -> View: ...
 
 
 class Solo:
@@ -76,6 +98,9 @@ class Solo:
 
     def live(self) -> tuple[Node, ...]:
         return (self.me,)
+
+    def view(self) -> View:
+        return View(0, (self.me,))
 
 
 class Registry:
@@ -99,7 +124,7 @@ class Registry:
         self._random_id = random_id
         self._instance = str(uuid.uuid4())
         self._me: Node | None = None
-        self._live: tuple[Node, ...] = ()
+        self._view: View | None = None
         self._read_ms: int | None = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -163,18 +188,56 @@ class Registry:
             )
 
     def live(self) -> tuple[Node, ...]:
+        """The agents clients are shown (the view's), this one first when among them."""
+        return self.view().nodes
+
+    def view(self) -> View:
         """The agents heartbeating within their session, this one always among them (it is
-        answering), read at most every ``READ_EVERY_MS``."""
+        answering), as the cluster's view holds them with its epoch; read at most every
+        ``READ_EVERY_MS``, and the view moved on when it holds other agents."""
         now = self._clock_ms()
+        me = self.me
         with self._lock:
             if self._read_ms is None or now - self._read_ms >= READ_EVERY_MS:
                 try:
-                    self._live = live_nodes(self._store.query(AGENTS_PK), now)
+                    self._view = self._settled(list(self._store.query(AGENTS_PK)), me, now)
                     self._read_ms = now
                 except TidelogError as exc:  # answer from what was last read; read next time
                     log.warning("reading the agent registry failed: %s", exc)
-            me = self.me
-            return (me, *(node for node in self._live if node.node_id != me.node_id))
+            view = self._view or View(NO_EPOCH, (me,))
+        others = tuple(node for node in view.nodes if node.node_id != me.node_id)
+        first = (me,) if len(others) < len(view.nodes) else ()
+        return View(view.epoch, (*first, *others))
+
+    def _settled(self, items: list[Item], me: Node, now_ms: int) -> View:
+        """The view as read, or the next one if the agents live now are others; a view another
+        agent wrote first is taken as it is (it too stands for its members)."""
+        nodes = {node.node_id: node for node in agent_nodes(items)}
+        nodes[me.node_id] = me
+        alive = {node.node_id for node in live_nodes(items, now_ms)} | {me.node_id}
+        found = next((item for item in items if item["sk"] == VIEW_SK), None)
+        epoch = 0 if found is None else int(str(found["epoch"]))
+        listed = found["members"] if found is not None else ()
+        members = {int(str(m)) for m in listed} if isinstance(listed, list | tuple) else set()
+        if members != alive:
+            try:
+                self._store.write(
+                    Put(
+                        {
+                            "pk": AGENTS_PK,
+                            "sk": VIEW_SK,
+                            "epoch": epoch + 1,
+                            "members": sorted(alive),
+                        },
+                        ItemAbsent() if found is None else Compare("epoch", "=", epoch),
+                    )
+                )
+                epoch, members = epoch + 1, alive
+            except ConditionFailedError:
+                if found is None:  # no view yet: none to show but the last this agent had
+                    return self._view or View(NO_EPOCH, (me,))
+        # A member whose item is gone (it stopped) is left out until the next view drops it.
+        return View(epoch, tuple(nodes[m] for m in sorted(members) if m in nodes))
 
     def start(self, port: int, listeners: Mapping[str, int] | None = None) -> Node:
         """Register as listening on ``port`` (each listener's port in ``listeners``, the
@@ -182,6 +245,7 @@ class Registry:
         self._port = port
         self._listeners = tuple((listeners or {}).items())
         node = self.register()
+        self.view()  # the first view, before any client is answered
         self._thread = threads.thread(self._beat, name="tidelog-registry")
         self._thread.start()
         return node
@@ -228,10 +292,18 @@ def node_sk(node_id: int) -> str:
 
 
 def live_nodes(items: Iterable[Item], now_ms: int) -> tuple[Node, ...]:
-    """The registry's items still within their session, as nodes."""
+    """The registry's agents still within their session, as nodes."""
+    alive = [
+        item for item in items if item["sk"] != VIEW_SK and int(str(item["expires_ms"])) > now_ms
+    ]
+    return agent_nodes(alive)
+
+
+def agent_nodes(items: Iterable[Item]) -> tuple[Node, ...]:
+    """The registry's agents, expired or not, as nodes."""
     nodes = []
     for item in items:
-        if int(str(item["expires_ms"])) <= now_ms:
+        if item["sk"] == VIEW_SK:
             continue
         zone = item.get("zone")
         listeners = item.get("listeners")
