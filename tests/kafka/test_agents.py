@@ -375,6 +375,10 @@ def test_a_position_with_an_epoch_is_validated_across_a_leader_change_and_readin
     values = _read(consumer, 6)
     other = AgentProcess(dev)  # the leader epoch rises: librdkafka validates its position
     try:
+        deadline = time.monotonic() + 20
+        while not any("querying broker for epoch validation" in line for line in validated):
+            assert time.monotonic() < deadline, "librdkafka never validated its position"
+            assert consumer.poll(0.2) is None  # nothing new to read meanwhile
         for i in range(10, 14):
             producer.send(topic, value=b"v%d" % i, partition=0)
         producer.flush(30)
@@ -384,7 +388,6 @@ def test_a_position_with_an_epoch_is_validated_across_a_leader_change_and_readin
         consumer.close()
         producer.close()
     assert values == [b"v%d" % i for i in range(4, 14)]
-    assert any("querying broker for epoch validation" in line for line in validated)
 
 
 class _Lines:
