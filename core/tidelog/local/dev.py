@@ -9,8 +9,8 @@ import os
 import signal
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -21,6 +21,7 @@ from werkzeug.serving import BaseWSGIServer, make_server
 from tidelog import __version__, collector, malloc, principals, runtime
 from tidelog.cluster import describe_cluster
 from tidelog.kafka.agent import Agent
+from tidelog.local import broker as broker_settings
 from tidelog.local import sigv4
 from tidelog.local.devtls import DevTls
 from tidelog.local.emulator import Emulator
@@ -50,6 +51,7 @@ class DevServer:
     gateway: Gateway
     scratch: tempfile.TemporaryDirectory[str]  # staging, cache and the CA: in memory's terms
     tls: DevTls | None = None
+    broker: Mapping[str, broker_settings.Given] = field(default_factory=dict)
 
     @property
     def api_url(self) -> str:
@@ -98,6 +100,7 @@ def start(
     tls_dir: Path | None = None,
     template_file: Path | None = None,
     role_policies: bool = True,
+    broker: Mapping[str, broker_settings.Given] | None = None,
 ) -> DevServer:
     """This host is long-running, unlike a Lambda: produce requests share flushes (group
     commit, gathering for at least ``flush_ms`` once idle); without ``group_commit`` each is
@@ -108,7 +111,12 @@ def start(
     stack's IAM authorization does. With ``kafka_tls_port`` an SSL listener serves there too,
     its certificate from a local CA made in ``tls_dir`` (else in the server's scratch).
     ``template_file`` replaces the packaged template. With ``role_policies`` every function's
-    AWS calls, and the agent's, are held to its role's policies (tidelog.local.iam)."""
+    AWS calls, and the agent's, are held to its role's policies (tidelog.local.iam).
+    ``broker``: Kafka's broker settings given (tidelog.local.broker), over the template's."""
+    broker = broker or {}
+    port = broker_settings.kafka_port(broker)
+    if port.listeners is not None and kafka_tls_port is not None:
+        raise broker_settings.BrokerSettingError("give listeners or --kafka-tls, not both")
     malloc.limit_arenas()
     # The stack is in memory and gone on exit, so is what its functions keep on disk.
     scratch = tempfile.TemporaryDirectory(prefix="tidelog-dev-")
@@ -120,9 +128,12 @@ def start(
     emulator.start()
     try:
         template = Template(template_file or template_path(), region=region)
-        overrides = function_settings(
-            where, group_commit=group_commit, flush_ms=flush_ms, role_policies=role_policies
-        )
+        overrides = {
+            **function_settings(
+                where, group_commit=group_commit, flush_ms=flush_ms, role_policies=role_policies
+            ),
+            **broker_settings.environment(broker),
+        }
         stack = deploy(template, emulator.url, overrides)
         if role_policies:
             emulator.enforce(stack.enforcer)
@@ -143,7 +154,13 @@ def start(
                 listeners = tls.listeners(kafka_port, kafka_tls_port)
                 agent = Agent(host, kafka_port, listeners=listeners, tls=tls.config())
             else:
-                agent = Agent(host, kafka_port)
+                agent = Agent(
+                    host,
+                    kafka_port,
+                    listeners=port.listeners,
+                    sasl_mechanisms=port.sasl_mechanisms,
+                    authorizer=port.authorizer,
+                )
             agent.start()
     except BaseException:
         emulator.stop()
@@ -154,7 +171,7 @@ def start(
     scheduler = Scheduler.for_runtimes(list(stack.runtimes.values()), speedup=schedule_speedup)
     scheduler.start()
     collector.freeze_startup_objects()
-    return DevServer(emulator, stack, api, thread, scheduler, agent, gateway, scratch, tls)
+    return DevServer(emulator, stack, api, thread, scheduler, agent, gateway, scratch, tls, broker)
 
 
 def _with_console(
@@ -188,9 +205,12 @@ def run(
     tls_dir: Path | None = None,
     template_file: Path | None = None,
     role_policies: bool = True,
+    overrides: Sequence[str] = (),
 ) -> None:
     """Start, print where everything runs, serve until SIGINT or SIGTERM. ``iam_auth``: the
-    API takes only requests signed by this environment's AWS key (else ``test``/``test``)."""
+    API takes only requests signed by this environment's AWS key (else ``test``/``test``).
+    ``overrides``: Kafka broker settings, ``name=value`` (tidelog.local.broker)."""
+    broker = broker_settings.gather(overrides, os.environ)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     for chatty in ("werkzeug", "botocore", "boto3"):
         logging.getLogger(chatty).setLevel(logging.WARNING)
@@ -216,6 +236,7 @@ def run(
         tls_dir=tls_dir,
         template_file=template_file,
         role_policies=role_policies,
+        broker=broker,
     )
     try:
         info = describe_cluster(
@@ -255,6 +276,9 @@ def banner(server: DevServer, cluster_id: str) -> str:
         for fn in stack.template.functions()
         for s in fn.schedules
     )
+    listeners = ""
+    if len(server.agent.ports) > 1 and server.tls is None:
+        listeners = f"    listeners   {server.agent.listening}\n"
     tls = ""
     if server.tls is not None:
         port = server.agent.ports["SSL"]
@@ -265,7 +289,7 @@ tidelog {__version__} dev - cluster {cluster_id}
   tidelog API   {api}
 {routes}
   Kafka         {server.agent.address}   (bootstrap.servers for Kafka clients)
-{tls}{schedules}
+{listeners}{tls}{broker_settings.banner(server.broker)}{schedules}
   AWS emulator  {aws}   (S3, DynamoDB, Step Functions, Lambda; in memory, gone on exit)
     bucket {stack.bucket}   table {stack.table}
 
