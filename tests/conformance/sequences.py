@@ -36,6 +36,7 @@ ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS, ELECT_LEADERS, DESCRIBE_PRODUCERS = 45,
 def batch(
     values: list[bytes | None],
     *,
+    keyless: tuple[int, ...] = (),
     producer: tuple[int, int, int] = (-1, -1, -1),
     transactional: bool = False,
     timestamp: int | None = None,
@@ -50,7 +51,7 @@ def batch(
         is_transactional=transactional,
     )
     for i, value in enumerate(values):
-        key = f"k{i}".encode()
+        key = None if i in keyless else f"k{i}".encode()
         builder.append(key, value, [("h", b"v")], timestamp=NOW if timestamp is None else timestamp)
     return builder.build()
 
@@ -195,6 +196,11 @@ def produce_and_fetch(s: Script) -> None:
     s.call("delete records", DELETE_RECORDS, 2, {"topics": [trim], "timeout": 10_000})
     fetch(s, "fetch below start", topic, 0)
     list_offsets(s, "offsets earliest after delete", topic, -2)
+    compacted = {"name": "cleanup.policy", "value": "compact"}
+    create(s, "create compacted", "pc", 1, configs=[compacted])
+    keyless = batch([b"a", b"b", b"c", b"d"], keyless=(1, 3))
+    produce(s, "produce keyless to compacted", s.name("pc"), 0, keyless)
+    fetch(s, "fetch compacted", s.name("pc"), 0)
 
 
 def idempotent_producer(s: Script) -> None:

@@ -221,4 +221,6 @@ def test_a_compacted_topic_refuses_keyless_records(dev):
     path = f"/v1/topics/{name}/partitions/0/batches"
     status, body = call(dev, "POST", path, bytes(keyless.build()), headers=BATCH)
     assert (status, body["error"]) == (400, "INVALID_RECORD")
+    # KIP-467: the records at fault, by index in the batch, for the producer to drop.
+    assert [e["batch_index"] for e in body["record_errors"]] == [0]
     assert fetch(dev, name, 0)[1]["high_watermark"] == 1

@@ -17,7 +17,7 @@ import uuid
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as AioTopicPartition
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as RdTopicPartition
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse
@@ -309,3 +309,29 @@ def test_librdkafka_out_of_range_resets_to_the_earliest_offset(dev, topic):
             got.append((message.offset(), message.value()))
     consumer.close()
     assert got == [(i, f"r{i}".encode()) for i in range(5)]
+
+
+def test_librdkafka_learns_which_records_of_a_batch_were_refused(dev):
+    """KIP-467: a batch with keyless records to a compacted topic is refused, naming the
+    records at fault; librdkafka fails those with INVALID_RECORD and the rest of the batch with
+    _INVALID_DIFFERENT_RECORD, so the application knows which ones to send again."""
+    name = f"c-{uuid.uuid4().hex[:8]}"
+    configs = {"cleanup.policy": "compact"}
+    assert call(dev, "POST", "/v1/topics", {"name": name, "configs": configs})[0] == 201
+    producer = Producer({"bootstrap.servers": dev.bootstrap, "linger.ms": 200})
+    outcomes: dict[bytes, int] = {}
+
+    def delivered(error, message) -> None:
+        outcomes[message.value()] = error.code() if error is not None else 0
+
+    for i, key in enumerate([b"k0", None, b"k2", None]):
+        producer.produce(name, value=b"v%d" % i, key=key, partition=0, on_delivery=delivered)
+    assert producer.flush(30) == 0
+    assert outcomes == {
+        b"v0": KafkaError._INVALID_DIFFERENT_RECORD,
+        b"v1": KafkaError.INVALID_RECORD,
+        b"v2": KafkaError._INVALID_DIFFERENT_RECORD,
+        b"v3": KafkaError.INVALID_RECORD,
+    }
+    records = call(dev, "GET", f"/v1/topics/{name}/partitions/0/records?offset=0")[1]
+    assert records["high_watermark"] == 0  # nothing of the batch was stored

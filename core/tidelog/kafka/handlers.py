@@ -284,7 +284,13 @@ def api_versions_answer(error_code: int) -> Answer:
 
 def _produce_partition(index: int, topic: Topic | None, outcome: Any, now: int) -> Answer:
     if isinstance(outcome, TidelogError):
-        return _produce_error(index, outcome.kafka_error.code, outcome.message)
+        answer = _produce_error(index, outcome.kafka_error.code, outcome.message)
+        # KIP-467 (v8+): which records of the batch were refused, and why.
+        answer["record_errors"] = [
+            {"batch_index": i, "batch_index_error_message": why}
+            for i, why in getattr(outcome, "record_errors", ())
+        ]
+        return answer
     assert topic is not None
     stamp = log_append_time(topic, now)
     return {

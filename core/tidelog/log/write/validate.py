@@ -106,7 +106,13 @@ def _validate(
     if batch.last_offset_delta != summary.records - 1:
         raise InvalidRecordError("produced record offsets must run 0, 1, 2, ... within a batch")
     if require_keys and summary.keyless:
-        raise InvalidRecordError(KEYLESS_ON_COMPACTED)
+        keyless = [i for i, r in enumerate(batch.records()) if r.key is None]
+        raise InvalidRecordError(
+            KEYLESS_ON_COMPACTED,
+            record_errors=[
+                (i, "Compacted topic cannot accept message without key.") for i in keyless
+            ],
+        )
     if summary.min_timestamp < 0:
         raise InvalidTimestampError("record timestamps must not be negative")
     if batch.timestamp_type == "create" and batch.max_timestamp != summary.max_timestamp:
