@@ -185,6 +185,7 @@ def produce_and_fetch(s: Script) -> None:
     corrupt[-1] ^= 0xFF
     produce(s, "produce corrupt", topic, 0, bytes(corrupt))
     produce(s, "produce no timestamp", topic, 0, batch([b"t"], timestamp=-1))
+    produce(s, "produce negative timestamp", topic, 0, batch([b"n"], timestamp=-5))
     produce(s, "produce far future", topic, 0, batch([b"f"], timestamp=NOW + 7_200_000))
     for epoch in (0, 5):
         asked = {"partition": 0, "current_leader_epoch": -1, "leader_epoch": epoch}

@@ -12,6 +12,7 @@ from tidelog.log import garbage, keys
 from tidelog.log.entries import LogEntry, log_size, partition_entries, without_leftovers
 from tidelog.log.head import sizes as head_sizes
 from tidelog.log.lifecycle import compaction, retention, roll
+from tidelog.log.lifecycle.housekeeping import next_due_ms
 from tidelog.records import RecordBatch, RecordBatchBuilder
 from tidelog.records.batch import control_record_bytes
 from tidelog.storage import Delete, Put
@@ -24,7 +25,7 @@ def run(base, last, size=100, appended=T0, max_timestamp=T0):
     )
 
 
-def segment(base, last, size=100, max_timestamp=T0):
+def segment(base, last, size=100, max_timestamp=T0, appended=None):
     return LogEntry(
         base,
         last,
@@ -35,6 +36,7 @@ def segment(base, last, size=100, max_timestamp=T0):
         max_timestamp,
         index=f"segments/{base}.index",
         timeindex=f"segments/{base}.timeindex",
+        appended_ms=appended,
     )
 
 
@@ -75,6 +77,50 @@ def test_retention_by_time_deletes_the_old_prefix_only():
     doomed = retention.plan(entries, retention_ms=1_000, retention_bytes=-1, now_ms=T0 + 2_000)
     assert [e.base_offset for e in doomed] == [0]
     assert retention.plan(entries, retention_ms=-1, retention_bytes=-1, now_ms=T0 + 10**9) == []
+
+
+def test_records_without_timestamps_are_retained_from_when_they_were_appended():
+    """Kafka's segment falls back to its file's last modification when no record has a
+    timestamp (-1); tidelog's to when its newest run was committed, and one that knows
+    neither is never deleted by time."""
+    entries = [
+        segment(0, 9, max_timestamp=-1, appended=T0),
+        segment(10, 19, max_timestamp=-1, appended=T0 + 5_000),
+        segment(20, 29, max_timestamp=-1),  # rolled before segments kept their time
+        run(30, 30),
+    ]
+    doomed = retention.plan(entries, retention_ms=1_000, retention_bytes=-1, now_ms=T0 + 2_000)
+    assert [e.base_offset for e in doomed] == [0]
+    later = retention.plan(entries, retention_ms=1_000, retention_bytes=-1, now_ms=T0 + 10**9)
+    assert [e.base_offset for e in later] == [0, 10]
+    configs = {
+        "cleanup.policy": "delete",
+        "segment.bytes": "1000",
+        "segment.ms": str(10**12),
+        "retention.ms": "1000",
+        "retention.bytes": "-1",
+        "delete.retention.ms": "0",
+    }
+    assert next_due_ms(entries, configs, now_ms=T0, settle_ms=0) == T0 + 1_001
+    # Nothing to count retention from: only the active run's roll is due.
+    assert next_due_ms(entries[2:], configs, now_ms=T0, settle_ms=0) == T0 + 10**12
+
+
+def test_records_without_timestamps_roll_and_age_by_their_append_time(tmp_path):
+    log = tiny_log(tmp_path, configs={"segment.bytes": 300, "segment.ms": 10**9})
+    for i in range(20):
+        log.produce(0, [(None, b"v%d" % i)], timestamp=-1)
+        log.clock.now += 1
+    log.housekeep("roll")
+    rolled = [e for e in partition_entries(log.meta, log.topic.topic_id, 0) if e.is_segment]
+    assert rolled
+    assert all(e.max_timestamp == -1 and e.appended_ms is not None for e in rolled)
+    log.topics.alter_configs("tiny", {"retention.ms": 1000})
+    assert log.housekeep("retention").segments_deleted == 0  # appended just now: kept
+    log.clock.now += 1000 + 30
+    assert log.housekeep("retention").segments_deleted >= 1
+    start, end = log.reader.head(log.topic.topic_id, 0)
+    assert (start > 0, end) == (True, 20)
 
 
 def test_retention_by_size_follows_kafkas_arithmetic():

@@ -102,6 +102,19 @@ def test_negative_timestamps_and_wrong_max_timestamp():
     check(builder.build(), "INVALID_TIMESTAMP")
 
 
+def test_a_record_without_a_timestamp_is_taken_as_kafka_takes_it():
+    """-1 is Kafka's "no timestamp" (RecordBatch.NO_TIMESTAMP), which its validator accepts."""
+    builder = RecordBatchBuilder()
+    builder.append(b"k", b"a", (), -1)
+    builder.append(b"k", b"b", (), T0)
+    (produced,) = validate_batches(builder.build(), max_message_bytes=1048588, log_append_time=None)
+    assert (produced.record_count, produced.max_timestamp) == (2, T0)
+    alone = RecordBatchBuilder()
+    alone.append(b"k", b"a", (), -1)
+    (produced,) = validate_batches(alone.build(), max_message_bytes=1048588, log_append_time=None)
+    assert produced.max_timestamp == -1
+
+
 def _with_max_timestamp(raw, value):
     raw = bytearray(raw)
     struct.pack_into(">q", raw, 35, value)

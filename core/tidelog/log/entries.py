@@ -33,11 +33,20 @@ class LogEntry:
     index: str | None = None  # segments only
     timeindex: str | None = None
     delete_horizon_ms: int | None = None  # compacted segments holding tombstones (KIP-534)
-    appended_ms: int | None = None  # runs: when committed (the roller lets fresh runs settle)
+    # Runs: when committed (the roller lets fresh runs settle). Segments: when their newest
+    # run was committed, as a Kafka segment file's last modification.
+    appended_ms: int | None = None
 
     @property
     def is_segment(self) -> bool:
         return self.index is not None
+
+    @property
+    def retention_time(self) -> int | None:
+        """The time retention.ms counts from: the newest record's timestamp or, where no
+        record has one (-1, Kafka's "no timestamp"), when the records were appended, as Kafka
+        falls back to the segment file's last modification; None if neither is known."""
+        return self.max_timestamp if self.max_timestamp >= 0 else self.appended_ms
 
     @property
     def size(self) -> int:

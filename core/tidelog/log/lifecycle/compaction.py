@@ -220,6 +220,7 @@ def compact(
             builder.close(),
             (rewrite.entry.base_offset, rewrite.entry.last_offset),
             delete_horizon_ms=rewrite.delete_horizon_ms,
+            appended_ms=rewrite.entry.appended_ms,  # as Kafka's cleaner keeps lastModified
         )
         writes.append((rewrite, stored))
     for start in range(0, len(writes), MAX_TRANSACTION_WRITES - 1):  # and the head

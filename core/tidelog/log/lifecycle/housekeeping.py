@@ -78,8 +78,9 @@ def next_due_ms(
             for r in active
             if r.appended_ms is not None and r.appended_ms + settle_ms > now_ms
         ]
-    if "delete" in policy and retention_ms >= 0 and live and live[0].is_segment:
-        times.append(live[0].max_timestamp + retention_ms + 1)
+    oldest = live[0].retention_time if live and live[0].is_segment else None
+    if "delete" in policy and retention_ms >= 0 and oldest is not None:
+        times.append(oldest + retention_ms + 1)
     if "compact" in policy:
         times += [e.delete_horizon_ms for e in segments if e.delete_horizon_ms is not None]
     return min(times) if times else None

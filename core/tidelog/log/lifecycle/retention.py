@@ -65,7 +65,10 @@ def plan(
         below_start += 1
     by_time = 0
     if retention_ms >= 0:
-        while by_time < len(segments) and now_ms - segments[by_time].max_timestamp > retention_ms:
+        while by_time < len(segments):
+            at = segments[by_time].retention_time
+            if at is None or now_ms - at <= retention_ms:
+                break
             by_time += 1
     by_size = 0
     if retention_bytes >= 0:

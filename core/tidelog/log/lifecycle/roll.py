@@ -114,6 +114,7 @@ def store_segment(
     offsets: tuple[int, int],
     *,
     delete_horizon_ms: int | None = None,
+    appended_ms: int | None = None,
 ) -> Stored:
     """PUT the three files as ``segments/<topic id>/<partition>/<write id>/<20-digit base>.*``
     (Kafka's names, under a directory per write: a compacted rewrite keeps the base offset);
@@ -136,6 +137,7 @@ def store_segment(
         index=index_key,
         timeindex=time_key,
         delete_horizon_ms=delete_horizon_ms,
+        appended_ms=appended_ms,
     )
     return Stored(entry, (log_key, index_key, time_key))
 
@@ -163,8 +165,16 @@ def roll(
     """Merge ``runs`` into one segment and swap the index; the segment's entry, or None if
     another job changed the runs first (its files are then left as orphans to collect)."""
     segment = build_segment(reads, runs)
+    # When its records were last appended: Kafka's segment file's last modification, which
+    # retention falls back to for records without a timestamp (LogEntry.retention_time).
+    appended = [r.appended_ms for r in runs if r.appended_ms is not None]
     stored = store_segment(
-        objects, topic_id, partition, segment, (runs[0].base_offset, runs[-1].last_offset)
+        objects,
+        topic_id,
+        partition,
+        segment,
+        (runs[0].base_offset, runs[-1].last_offset),
+        appended_ms=max(appended, default=None),
     )
     garbage.enqueue(meta, {r.object_key for r in runs}, now_ms() + grace_ms)
     pk = keys.log_pk(topic_id, partition)

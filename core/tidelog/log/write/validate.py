@@ -15,6 +15,7 @@ from tidelog.records import (
     iter_batches,
     with_log_append_time,
 )
+from tidelog.records.batch import NO_TIMESTAMP
 
 KEYLESS_ON_COMPACTED = "a compacted topic cannot accept a record without a key"
 
@@ -113,8 +114,8 @@ def _validate(
                 (i, "Compacted topic cannot accept message without key.") for i in keyless
             ],
         )
-    if summary.min_timestamp < 0:
-        raise InvalidTimestampError("record timestamps must not be negative")
+    if summary.min_timestamp < NO_TIMESTAMP:  # -1 is Kafka's "no timestamp", and taken
+        raise InvalidTimestampError("record timestamps must be -1 (none) or not negative")
     if batch.timestamp_type == "create" and batch.max_timestamp != summary.max_timestamp:
         raise InvalidTimestampError("the batch's maxTimestamp does not match its records")
     if batch.producer_id >= 0 and (batch.producer_epoch < 0 or batch.base_sequence < 0):
