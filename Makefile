@@ -84,16 +84,24 @@ tools:
 		else echo "$$tool not installed (needs apt-get as root): its tests will be skipped"; fi; }; \
 	done
 
-# The referees: a real Apache Kafka broker's jars, pinned in tests/referees/pom.xml, resolved by
-# Maven from Maven Central (cached in ~/.m2) and copied into .referees/kafka/ for the
-# conformance suite (docs/kafka.md). Without Java or Maven those tests say why they skip.
-REFEREES := .referees/kafka/.installed
+# The referees, pinned in tests/referees/: a real Apache Kafka broker's jars (broker/pom.xml), and
+# Kafka's own Java clients with a small program driving them (clients/), resolved by Maven from
+# Maven Central (cached in ~/.m2) into .referees/. The conformance suite and the Java client
+# tests use them (docs/kafka.md); without Java or Maven those tests say why they skip.
+REFEREES := .referees/kafka/.installed .referees/clients/.installed
+JAVA_CLIENTS := $(wildcard tests/referees/clients/src/main/java/dev/tidelog/referees/*.java)
 referees: $(REFEREES)
-$(REFEREES): tests/referees/pom.xml
+.referees/kafka/.installed: tests/referees/broker/pom.xml
 	@if command -v mvn >/dev/null 2>&1 && command -v java >/dev/null 2>&1; then \
-		rm -rf $(@D) && mvn -q -B -f tests/referees/pom.xml dependency:copy-dependencies \
+		rm -rf $(@D) && mvn -q -B -f tests/referees/broker/pom.xml dependency:copy-dependencies \
 			-DincludeScope=runtime -DoutputDirectory=$(CURDIR)/$(@D) && touch $@; \
 	else echo "java or mvn not found: the Kafka conformance tests will be skipped"; fi
+.referees/clients/.installed: tests/referees/clients/pom.xml $(JAVA_CLIENTS)
+	@if command -v mvn >/dev/null 2>&1 && command -v java >/dev/null 2>&1; then \
+		rm -rf $(@D) && mvn -q -B -f tests/referees/clients/pom.xml compile \
+			dependency:copy-dependencies -DincludeScope=runtime \
+			-DoutputDirectory=$(CURDIR)/$(@D)/libs && touch $@; \
+	else echo "java or mvn not found: the Java client tests will be skipped"; fi
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis .referees

@@ -177,6 +177,16 @@ def produce_and_fetch(s: Script) -> None:
     fetch(s, "fetch from 3", topic, 3)
     fetch(s, "fetch at end", topic, 4)
     fetch(s, "fetch past end", topic, 9)
+    empty = {
+        "replica_id": -1,
+        "max_wait": 0,
+        "min_bytes": 0,
+        "max_bytes": 1 << 20,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [{"topic": topic, "partitions": []}],
+    }
+    s.call("fetch a topic with no partitions", FETCH, 12, empty)
     for name, timestamp in (("earliest", -2), ("latest", -1), ("max timestamp", -3), ("now", NOW)):
         list_offsets(s, f"offsets {name}", topic, timestamp)
     list_offsets(s, "offsets after all", topic, NOW + 60_000)

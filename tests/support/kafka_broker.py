@@ -1,6 +1,6 @@
 """A real Apache Kafka broker: one JVM in KRaft mode (broker and controller in one process),
 on free loopback ports, from the jars `make referees` copies out of Maven Central (pinned in
-tests/referees/pom.xml). The conformance suite sends it the same requests as tidelog's agent.
+tests/referees/broker/pom.xml). The conformance suite sends it the same requests as tidelog's agent.
 
 Its settings are the ones tidelog dev runs with wherever a setting shapes an answer (partitions
 of an auto-created topic, group session bounds), so that the two answer alike where Kafka's
