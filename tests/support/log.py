@@ -101,3 +101,18 @@ def tiny_log(
         meta, objects, topics, clock_ms=clock, grace_ms=grace_ms, settle_ms=settle_ms
     )
     return TinyLog(meta, objects, topics, writer, LogReader(meta, objects), clock, keeper, topic)
+
+
+def housekeeping_configs(**changed: str) -> dict[str, str]:
+    """The topic configs housekeeping's schedule reads, at test values, some of them changed
+    (``retention_ms="1000"`` sets retention.ms)."""
+    configs = {
+        "cleanup.policy": "delete",
+        "segment.bytes": "1000",
+        "segment.ms": str(10**9),
+        "retention.ms": "-1",
+        "retention.bytes": "-1",
+        "delete.retention.ms": "0",
+    }
+    configs.update({name.replace("_", "."): value for name, value in changed.items()})
+    return configs

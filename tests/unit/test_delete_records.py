@@ -5,7 +5,7 @@ deleteLogStartOffsetBreachedSegments)."""
 from __future__ import annotations
 
 import pytest
-from tests.support.log import T0, tiny_log
+from tests.support.log import T0, housekeeping_configs, tiny_log
 
 from tidelog.errors import ConflictError
 from tidelog.log.entries import LogEntry, partition_entries
@@ -106,14 +106,7 @@ def test_housekeeping_then_drops_the_segments_it_passed_and_keeps_the_start(tmp_
 
 def test_the_partition_is_due_at_once_and_stays_due_while_segments_lie_below_the_start():
     entries = [segment(0, 9), segment(10, 19)]
-    configs = {
-        "cleanup.policy": "delete",
-        "segment.bytes": "1000",
-        "segment.ms": str(10**9),
-        "retention.ms": "-1",
-        "retention.bytes": "-1",
-        "delete.retention.ms": "0",
-    }
+    configs = housekeeping_configs()
     assert next_due_ms(entries, configs, now_ms=T0, settle_ms=0, log_start_offset=12) == T0
     assert next_due_ms(entries, configs, now_ms=T0, settle_ms=0, log_start_offset=5) is None
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from tests.support.log import T0, tiny_log
+from tests.support.log import T0, housekeeping_configs, tiny_log
 
 from tidelog.log import garbage, keys
 from tidelog.log.entries import LogEntry, log_size, partition_entries, without_leftovers
@@ -93,14 +93,7 @@ def test_records_without_timestamps_are_retained_from_when_they_were_appended():
     assert [e.base_offset for e in doomed] == [0]
     later = retention.plan(entries, retention_ms=1_000, retention_bytes=-1, now_ms=T0 + 10**9)
     assert [e.base_offset for e in later] == [0, 10]
-    configs = {
-        "cleanup.policy": "delete",
-        "segment.bytes": "1000",
-        "segment.ms": str(10**12),
-        "retention.ms": "1000",
-        "retention.bytes": "-1",
-        "delete.retention.ms": "0",
-    }
+    configs = housekeeping_configs(segment_ms=str(10**12), retention_ms="1000")
     assert next_due_ms(entries, configs, now_ms=T0, settle_ms=0) == T0 + 1_001
     # Nothing to count retention from: only the active run's roll is due.
     assert next_due_ms(entries[2:], configs, now_ms=T0, settle_ms=0) == T0 + 10**12
