@@ -29,7 +29,7 @@ JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP, DESCRIBE_GROUPS, LIST_GROUPS = (
     16,
 )
 INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH, ADD_PARTITIONS_TO_TXN, END_TXN = 22, 23, 24, 26
-DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, LIST_CONFIG_RESOURCES = 32, 44, 74
 ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS, ELECT_LEADERS, DESCRIBE_PRODUCERS = 45, 46, 43, 61
 
 
@@ -316,6 +316,25 @@ def topic_configs(s: Script) -> None:
     alter_config(s, "set on missing topic", s.name("missing"), "retention.ms", "1")
     alter_config(s, "delete retention", topic, "retention.ms", None, operation=1)
     describe_configs(s, "describe reset", topic)
+    # Every topic of the cluster is listed, and other tests' topics share tidelog's: only
+    # this one's entry is compared.
+    listed = s.conn.call(LIST_CONFIG_RESOURCES, 1, {"resource_types": [2]})
+    mine = [r for r in listed["config_resources"] if r["resource_name"] == topic]
+    s.note("list topic config resources", {"error_code": listed["error_code"], "mine": mine})
+    for kind in (16, 32, 8):
+        s.call(
+            f"list config resources of type {kind}",
+            LIST_CONFIG_RESOURCES,
+            1,
+            {"resource_types": [kind]},
+        )
+    s.call(
+        "list config resources of an unknown type",
+        LIST_CONFIG_RESOURCES,
+        1,
+        {"resource_types": [99]},
+    )
+    s.call("list client metrics resources (v0)", LIST_CONFIG_RESOURCES, 0, {})
 
 
 def describe_configs(s: Script, step: str, topic: str) -> Any:

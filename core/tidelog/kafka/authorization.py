@@ -180,6 +180,9 @@ GATES: dict[ApiKey, Callable[[Request, Access, Call], Answer]] = {
             lambda _, e: {"error_code": e, "error_message": None, "matching_acls": []},
         ),
     ),
+    ApiKey.LIST_CONFIG_RESOURCES: _whole(
+        CLUSTER_DESCRIBE_CONFIGS, None, _error(config_resources=[])
+    ),
     ApiKey.DESCRIBE_CLIENT_QUOTAS: _whole(
         CLUSTER_DESCRIBE_CONFIGS, None, _error(error_message=None, entries=None)
     ),

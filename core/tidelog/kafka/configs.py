@@ -15,7 +15,7 @@ from typing import Any
 
 from tidelog import runtime
 from tidelog.errors import InvalidRequestError, TidelogError
-from tidelog.kafka.codec import Answer, Request, field, items
+from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
 from tidelog.kafka.node import Node
 from tidelog.log import configs as topic_configs
 from tidelog.log.topics import Topic
@@ -322,3 +322,36 @@ def _alter(body: Any, me: Node, apply: Callable[[str, Any, bool], None]) -> Answ
         except TidelogError as exc:
             responses.append(_result(kind, name, exc))
     return {"throttle_time": 0, "responses": responses}
+
+
+GROUP_RESOURCE, CLIENT_METRICS_RESOURCE, BROKER_LOGGER_RESOURCE = 32, 16, 8
+LISTED_TYPES = (TOPIC_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER_RESOURCE, CLIENT_METRICS_RESOURCE)
+
+
+def list_config_resources(request: Request, live: Callable[[], tuple[Node, ...]]) -> Answer:
+    """Kafka 4.1's ListConfigResources (KIP-1142): the resources that have configs, of the
+    types asked for (none: every type). Every topic and every live agent has configs;
+    groups, client metrics and loggers have none set here. v0 (KIP-714's
+    ListClientMetricsResources) asks for client metrics only."""
+    asked = [
+        int(t) for t in items(field(request.body, "resource_types", [CLIENT_METRICS_RESOURCE]))
+    ]
+    unknown = [t for t in asked if t not in (*LISTED_TYPES, GROUP_RESOURCE)]
+    if unknown:
+        return {
+            "throttle_time": 0,
+            "error_code": code("UNSUPPORTED_VERSION"),
+            "config_resources": [],
+        }
+    wanted = set(asked) or {*LISTED_TYPES, GROUP_RESOURCE}
+    listed: list[Answer] = []
+    if TOPIC_RESOURCE in wanted:
+        listed += [
+            {"resource_name": t.name, "resource_type": TOPIC_RESOURCE}
+            for t in runtime.topics().list()
+        ]
+    if BROKER_RESOURCE in wanted:
+        listed += [
+            {"resource_name": str(n.node_id), "resource_type": BROKER_RESOURCE} for n in live()
+        ]
+    return {"throttle_time": 0, "error_code": NONE, "config_resources": listed}

@@ -93,6 +93,7 @@ class Handlers:
                 r, brokers.me, brokers.live
             ),
             ApiKey.ALTER_CONFIGS: lambda r: configs.alter_configs(r, brokers.me),
+            ApiKey.LIST_CONFIG_RESOURCES: lambda r: configs.list_config_resources(r, brokers.live),
             ApiKey.INCREMENTAL_ALTER_CONFIGS: lambda r: configs.incremental_alter_configs(
                 r, brokers.me
             ),
