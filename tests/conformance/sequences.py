@@ -7,6 +7,7 @@ fetched batch compares byte for byte."""
 
 from __future__ import annotations
 
+import struct
 import time
 from typing import Any
 
@@ -31,6 +32,7 @@ JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP, DESCRIBE_GROUPS, LIST_GROUPS = (
 INIT_PRODUCER_ID, OFFSET_FOR_LEADER_EPOCH, ADD_PARTITIONS_TO_TXN, END_TXN = 22, 23, 24, 26
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, LIST_CONFIG_RESOURCES = 32, 44, 74
 ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS, ELECT_LEADERS, DESCRIBE_PRODUCERS = 45, 46, 43, 61
+CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 
 
 def batch(
@@ -466,6 +468,94 @@ def transactions(s: Script) -> None:
     s.call("describe producers", DESCRIBE_PRODUCERS, 0, describe)
 
 
+def subscription(*topics: str) -> bytes:
+    """ConsumerProtocol's subscription, v0: the topics, no user data."""
+    out = struct.pack(">hi", 0, len(topics))
+    for topic in topics:
+        out += struct.pack(">h", len(topic)) + topic.encode()
+    return out + struct.pack(">i", -1)
+
+
+def assignment(topic: str, partitions: list[int]) -> bytes:
+    """ConsumerProtocol's assignment, v0: one topic's partitions, no user data."""
+    out = struct.pack(">hih", 0, 1, len(topic)) + topic.encode()
+    out += struct.pack(">i", len(partitions)) + b"".join(struct.pack(">i", p) for p in partitions)
+    return out + struct.pack(">i", -1)
+
+
+def classic_group(s: Script) -> None:
+    """A classic consumer's life in its group: join (KIP-394's member id first), sync, heartbeat,
+    commit, describe, leave; and the refusals on the way."""
+    topic, group = s.name("cg"), s.name("cgroup")
+    create(s, "create", "cg", 2)
+    s.call("find coordinator", FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
+    join = {
+        "group_id": group,
+        "session_timeout": 10_000,
+        "rebalance_timeout": 10_000,
+        "member_id": "",
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": subscription(topic)}],
+    }
+    s.call("join too short a session", JOIN_GROUP, 9, {**join, "session_timeout": 50})
+    first = s.call("join", JOIN_GROUP, 9, join)
+    member = first["member_id"]
+    joined = s.call("join with the member id", JOIN_GROUP, 9, {**join, "member_id": member})
+    generation = joined["generation_id"]
+    mine = [{"member_id": member, "assignment": assignment(topic, [0, 1])}]
+    sync = {
+        "group_id": group,
+        "generation_id": generation,
+        "member_id": member,
+        "protocol_type": "consumer",
+        "protocol_name": "range",
+        "assignments": mine,
+    }
+    s.call("sync with a wrong generation", SYNC_GROUP, 5, {**sync, "generation_id": generation + 5})
+    s.call("sync", SYNC_GROUP, 5, sync)
+    beat = {"group_id": group, "generation_id": generation, "member_id": member}
+    s.call("heartbeat", HEARTBEAT, 4, beat)
+    s.call("heartbeat as a stranger", HEARTBEAT, 4, {**beat, "member_id": "stranger"})
+    commit = {
+        "group_id": group,
+        "generation_id_or_member_epoch": generation,
+        "member_id": member,
+        "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 1}]}],
+    }
+    s.call("commit as the member", OFFSET_COMMIT, 8, commit)
+    s.call("describe", DESCRIBE_GROUPS, 5, {"groups": [group]})
+    s.call("delete while it has a member", DELETE_GROUPS, 2, {"groups_names": [group]})
+    s.call("leave", LEAVE_GROUP, 5, {"group_id": group, "members": [{"member_id": member}]})
+    s.call("heartbeat after leaving", HEARTBEAT, 4, beat)
+    s.call("describe after leaving", DESCRIBE_GROUPS, 5, {"groups": [group]})
+
+
+def consumer_group(s: Script) -> None:
+    """A KIP-848 consumer's heartbeats: joining, its assignment, a fenced epoch, bad
+    subscriptions, and leaving."""
+    topic, group = s.name("kg"), s.name("kgroup")
+    create(s, "create", "kg", 2)
+    member = "conformance-member-01"  # v1: the client names itself
+    beat = {
+        "group_id": group,
+        "member_id": member,
+        "member_epoch": 0,
+        "rebalance_timeout": 10_000,
+        "subscribed_topic_names": [topic],
+        "topic_partitions": [],
+    }
+    s.call(
+        "subscribe to no name",
+        CONSUMER_GROUP_HEARTBEAT,
+        1,
+        {**beat, "subscribed_topic_names": [""]},
+    )
+    s.call("join", CONSUMER_GROUP_HEARTBEAT, 1, beat)
+    s.call("stale epoch", CONSUMER_GROUP_HEARTBEAT, 1, {**beat, "member_epoch": 7})
+    s.call("describe", CONSUMER_GROUP_DESCRIBE, 1, {"group_ids": [group]})
+    s.call("leave", CONSUMER_GROUP_HEARTBEAT, 1, {**beat, "member_epoch": -1})
+
+
 SEQUENCES = {
     sequence.__name__: sequence
     for sequence in (
@@ -477,5 +567,7 @@ SEQUENCES = {
         topic_configs,
         replicas,
         transactions,
+        classic_group,
+        consumer_group,
     )
 }

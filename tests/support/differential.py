@@ -45,7 +45,7 @@ RENAMED = {
     "replica_nodes": "node",
     "isr_nodes": "node",
     "offline_replicas": "node",
-    "leader": "node",
+    "leader": "member",  # JoinGroup's: the member that assigns
     "topic_id": "topic-id",
     "producer_id": "producer",
     "member_id": "member",

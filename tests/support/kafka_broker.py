@@ -18,14 +18,24 @@ import time
 import uuid
 from pathlib import Path
 
+from tests.support import devserver
 from tests.support.dynamodb_local import free_port
+
+from tidelog.local import broker as broker_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 JARS = ROOT / ".referees" / "kafka"
 START_SECONDS = 20  # the bound on a start; one takes 4-6 s on this machine
 
-# Kafka's defaults, but where tidelog dev's stack differs in a way a request can see.
+# Kafka's defaults, but where tidelog dev's stack differs in a way a request can see: the test
+# session's group timings (devserver.FAST_GROUPS), under Kafka's names (tidelog.local.broker).
+SESSION_GROUPS = {
+    name: devserver.FAST_GROUPS[setting.env]
+    for name, setting in broker_settings.SETTINGS.items()
+    if setting.env in devserver.FAST_GROUPS
+}
 SETTINGS = {
+    **SESSION_GROUPS,
     "num.partitions": "1",
     "auto.create.topics.enable": "true",
     "offsets.topic.replication.factor": "1",
@@ -34,7 +44,6 @@ SETTINGS = {
     "transaction.state.log.min.isr": "1",
     "transaction.state.log.num.partitions": "1",
     "group.initial.rebalance.delay.ms": "0",
-    "group.min.session.timeout.ms": "1000",
     "group.consumer.min.session.timeout.ms": "1000",
     "group.consumer.min.heartbeat.interval.ms": "500",
 }

@@ -73,7 +73,10 @@ class ConsumerGroupHandlers:
             "error_message": None,
             "member_id": outcome.member_id,
             "member_epoch": outcome.epoch,
-            "heartbeat_interval": coordinator.config.heartbeat_interval_ms,
+            # A member that left (epoch -1) is told of no next heartbeat, as Kafka tells it.
+            "heartbeat_interval": coordinator.config.heartbeat_interval_ms
+            if outcome.epoch >= 0
+            else 0,
             "assignment": assignment,
         }
 
