@@ -7,9 +7,9 @@ API_PORT ?= $(or $(TIDELOG_API_PORT),8080)
 AWS_PORT ?= $(or $(TIDELOG_AWS_PORT),4566)
 KAFKA_PORT ?= $(or $(TIDELOG_KAFKA_PORT),9092)
 PYTEST_ARGS ?=
-# Most of the suite waits on clients, sessions and clocks, not on the CPU: two workers take it
-# from about 17 minutes to about 10 on 2 cores. Each takes whole modules (module fixtures are
-# made once) and has its own `tidelog dev`.
+# Most of the suite waits on clients, sessions and clocks, not on the CPU: two workers share it
+# on 2 cores (docs/testing.md has its time). Each takes whole modules (module fixtures are made
+# once) and has its own `tidelog dev`.
 TEST_WORKERS ?= 2
 
 .PHONY: run test lint typecheck unit bench chaos openapi clean install install-dev tools referees
