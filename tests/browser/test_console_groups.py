@@ -79,10 +79,13 @@ def test_a_groups_lag_falls_as_its_consumer_catches_up(dev, console, page):
     records = [{"value": f"r{i}", "partition": i % 2} for i in range(40)]
     api(dev, "POST", f"/v1/topics/{topic}/records", {"records": records})
     done = threading.Event()
+    watching = threading.Event()  # the page shows the group: its lag samples start
     failed = []
 
     def catch_up():
-        """A real consumer, slow on purpose: two records a poll, each poll committed."""
+        """A real consumer, slow on purpose: two records a poll, each poll committed, the
+        first commit only once the page watches (a loaded machine once showed the page so
+        late that the consumer had nearly caught up before its first sample)."""
         config = {
             "url": dev.api_url,
             "group.id": group,
@@ -98,6 +101,7 @@ def test_a_groups_lag_falls_as_its_consumer_catches_up(dev, console, page):
                     batch = consumer.consume(2, timeout=1.0)
                     if batch:
                         taken += len(batch)
+                        watching.wait(30)
                         consumer.commit(asynchronous=False)
                         time.sleep(0.25)
                 deadline = time.monotonic() + 60
@@ -112,6 +116,7 @@ def test_a_groups_lag_falls_as_its_consumer_catches_up(dev, console, page):
         page.goto(f"{console}?refresh_ms={REFRESH_MS}#/groups/{group}")
         status = page.get_by_role("status")
         status.filter(has_text="Stable, generation").wait_for(timeout=20_000)
+        watching.set()
         members = page.get_by_role("table", name=f"Members of {group}")
         assert f"{topic}: 0, 1" in members.inner_text()
         # Caught up means both partitions committed to their end: the status line's "total lag
@@ -133,6 +138,7 @@ def test_a_groups_lag_falls_as_its_consumer_catches_up(dev, console, page):
         assert len(set(lags)) >= 3, f"too few samples to see it fall: {lags}"
         assert int(chart.get_attribute("data-samples")) >= 3
     finally:
+        watching.set()
         done.set()
         reader.join(timeout=30)
     assert not failed, failed
