@@ -31,6 +31,7 @@ from tidelog.log.write.produce import log_append_time, parse_raw
 from tidelog.log.write.producers import InvalidProducerEpochError
 from tidelog.log.write.validate import ProducedBatch
 from tidelog.log.write.writer import AppendRequest
+from tidelog.records.errors import InvalidRecordError
 from tidelog.transactions.coordinator import verify
 from tidelog.txn.guard import TxnGuard
 from tidelog.txn.state import ProducerFencedError, Txn
@@ -289,7 +290,7 @@ def _produce_partition(index: int, topic: Topic | None, outcome: Any, now: int) 
         # KIP-467 (v8+): which records of the batch were refused, and why.
         answer["record_errors"] = [
             {"batch_index": i, "batch_index_error_message": why}
-            for i, why in getattr(outcome, "record_errors", ())
+            for i, why in (outcome.record_errors if isinstance(outcome, InvalidRecordError) else ())
         ]
         return answer
     assert topic is not None

@@ -204,10 +204,7 @@ class Registry:
                     self._read_ms = now
                 except TidelogError as exc:  # answer from what was last read; read next time
                     log.warning("reading the agent registry failed: %s", exc)
-            view = self._view or View(NO_EPOCH, (me,))
-        others = tuple(node for node in view.nodes if node.node_id != me.node_id)
-        first = (me,) if len(others) < len(view.nodes) else ()
-        return View(view.epoch, (*first, *others))
+            return self._view or View(NO_EPOCH, (me,))
 
     def _settled(self, items: list[Item], me: Node, now_ms: int) -> View:
         """The view as read, or the next one if the agents live now are others; a view another
@@ -236,8 +233,10 @@ class Registry:
             except ConditionFailedError:
                 if found is None:  # no view yet: none to show but the last this agent had
                     return self._view or View(NO_EPOCH, (me,))
-        # A member whose item is gone (it stopped) is left out until the next view drops it.
-        return View(epoch, tuple(nodes[m] for m in sorted(members) if m in nodes))
+        # A member whose item is gone (it stopped) is left out until the next view drops it;
+        # this agent comes first when it is a member, as it lists itself.
+        shown = sorted((m for m in members if m in nodes), key=lambda m: (m != me.node_id, m))
+        return View(epoch, tuple(nodes[m] for m in shown))
 
     def start(self, port: int, listeners: Mapping[str, int] | None = None) -> Node:
         """Register as listening on ``port`` (each listener's port in ``listeners``, the
