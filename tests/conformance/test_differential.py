@@ -6,25 +6,14 @@ there must still happen: the table is exactly what differs, no more and no less.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tests.conformance.sequences import SEQUENCES
-from tests.support import java_clients, kafka_broker
+from tests.support import java_clients
 from tests.support.differential import Difference, allowed, differences, run
 
 KAFKA_PAGE = Path(__file__).resolve().parents[2] / "docs" / "kafka.md"
-
-
-@pytest.fixture(scope="module")
-def broker() -> Iterator[kafka_broker.KafkaBroker]:
-    why = kafka_broker.missing()
-    if why is not None:
-        pytest.skip(why)
-    started = kafka_broker.KafkaBroker()
-    yield started
-    started.stop()
 
 
 @pytest.fixture(scope="module")

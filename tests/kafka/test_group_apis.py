@@ -365,23 +365,54 @@ def test_a_heartbeat_while_the_assignment_is_computed_carries_on():
 # -- what a join may ask for -------------------------------------------------------------
 
 
-def test_only_consumer_groups_with_an_assignor_tidelog_runs_are_joined():
+def test_a_group_tidelog_cannot_assign_is_assigned_by_its_leader_as_in_kafka():
+    """Kafka Connect's workers, Kafka Streams, a client's own assignor: the state machine
+    elects a leader; JoinGroup hands it every member's metadata, its SyncGroup brings each
+    member's assignment, which the others receive byte for byte."""
     agent = Agent()
-    connect = agent.join(protocol_type="connect")
-    assert connect["error_code"] == INCONSISTENT_PROTOCOL
-    custom = agent.join(protocols=("my-own-assignor",))
-    assert custom["error_code"] == INCONSISTENT_PROTOCOL
-    assert not agent.coord.describe("g").exists
-    # Assignors tidelog does not run are passed over; the group uses one it does.
-    mixed = agent.join(protocols=("my-own-assignor", "roundrobin", "range"))
-    assert (mixed["error_code"], mixed["protocol_name"]) == (NONE, "roundrobin")
-    member = agent.coord.load("g").members[mixed["member_id"]]
-    assert (member.assignors, member.client_id, member.client_host) == (
-        ("roundrobin", "range"),
-        "app-1",
-        "/10.0.0.9",
+    first = agent.join(protocols=("my-own-assignor", "range"))
+    assert first["error_code"] == NONE
+    # One member, preferring its own assignor: Kafka's selectProtocol picks that one.
+    assert (first["protocol_name"], first["leader"]) == ("my-own-assignor", first["member_id"])
+    assert [m["member_id"] for m in first["members"]] == [first["member_id"]]
+    assert read_subscription(first["members"][0]["metadata"]) == ("t",)
+    sent = write_assignment(tps(0, 1, 2, 3)) + b"\x00\x00\x00\x02my"  # with user data
+    body = {"group_id": "g", "generation_id": 1, "member_id": first["member_id"]}
+    assignments = [{"member_id": first["member_id"], "assignment": sent}]
+    led = agent.call(ApiKey.SYNC_GROUP, 5, {**body, "assignments": assignments})
+    assert (led["error_code"], led["assignment"], led["protocol_name"]) == (
+        NONE,
+        sent,
+        "my-own-assignor",
     )
-    assert agent.join(mixed["member_id"], protocols=("sticky",))["error_code"] == NONE
+    described = agent.call(
+        ApiKey.DESCRIBE_GROUPS, 5, {"groups": ["g"], "include_authorized_operations": False}
+    )["groups"][0]
+    assert described["protocol_data"] == "my-own-assignor"
+    assert described["members"][0]["member_assignment"] == sent
+    wrong = {**body, "protocol_type": "consumer", "protocol_name": "range", "assignments": []}
+    assert agent.call(ApiKey.SYNC_GROUP, 5, wrong)["error_code"] == INCONSISTENT_PROTOCOL
+    # A worker of Kafka Connect is a member of another kind of group: refused here.
+    assert agent.join(protocol_type="connect")["error_code"] == INCONSISTENT_PROTOCOL
+    assert agent.join(protocols=())["error_code"] == INCONSISTENT_PROTOCOL
+
+
+def test_a_connect_group_hands_its_leader_the_workers_metadata():
+    agent = Agent()
+    body = {
+        "group_id": "g",
+        "session_timeout": 6000,
+        "rebalance_timeout": 10_000,
+        "member_id": "",
+        "protocol_type": "connect",
+        "protocols": [{"name": "sessioned", "metadata": b"worker-1"}],
+    }
+    reserved = agent.call(ApiKey.JOIN_GROUP, 7, body)
+    joined = agent.call(ApiKey.JOIN_GROUP, 7, {**body, "member_id": reserved["member_id"]})
+    assert (joined["protocol_type"], joined["leader"]) == ("connect", reserved["member_id"])
+    assert [m["metadata"] for m in joined["members"]] == [b"worker-1"]
+    listed = agent.call(ApiKey.LIST_GROUPS, 4, {"states_filter": []})["groups"]
+    assert [(g["group_id"], g["protocol_type"]) for g in listed] == [("g", "connect")]
 
 
 def test_a_static_member_restarting_keeps_its_partitions_and_fences_its_old_self():

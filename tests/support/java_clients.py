@@ -1,7 +1,8 @@
-"""Kafka's own Java clients (kafka-clients 4.3.1), through the small program `make referees`
-builds from tests/referees/clients/: an admin client, an idempotent and a transactional
-producer, and consumers of both group protocols, against any bootstrap. It prints one line
-per step; the same lines from a real Kafka broker and from tidelog's agent are the proof."""
+"""Kafka's own Java clients and frameworks (4.3.1), through the small programs `make referees`
+builds from tests/referees/clients/, against any bootstrap: JavaClients (an admin client, an
+idempotent and a transactional producer, consumers of both group protocols) and WordCount (a
+Kafka Streams application with exactly-once v2 and a state store). Each prints one line per
+step; the same lines from a real Kafka broker and from tidelog's agent are the proof."""
 
 from __future__ import annotations
 
@@ -19,10 +20,13 @@ def missing() -> str | None:
     return None
 
 
-def run(bootstrap: str, topic: str) -> list[str]:
-    classpath = f"{BUILT / 'target' / 'classes'}:{BUILT / 'libs'}/*"
+CLASSPATH = f"{BUILT / 'target' / 'classes'}:{BUILT / 'libs'}/*"
+
+
+def run(bootstrap: str, name: str, program: str = "JavaClients") -> list[str]:
+    """The program's lines against ``bootstrap``; ``name`` prefixes what it creates."""
     done = subprocess.run(
-        ["java", "-cp", classpath, "dev.tidelog.referees.JavaClients", bootstrap, topic],
+        ["java", "-cp", CLASSPATH, f"dev.tidelog.referees.{program}", bootstrap, name],
         capture_output=True,
         text=True,
         timeout=240,

@@ -13,6 +13,7 @@ from tests.support.groups import coordinator
 
 from tidelog.assignors import ASSIGNORS, TopicPartition
 from tidelog.groups import items, sessions
+from tidelog.groups.joining import requested_member
 from tidelog.groups.model import (
     REBALANCE_STALL_MS,
     InconsistentProtocolError,
@@ -22,7 +23,6 @@ from tidelog.groups.model import (
     UnknownMemberError,
     common_assignors,
     rebalance_deadline_ms,
-    requested_member,
     select_protocol,
 )
 from tidelog.storage import Put

@@ -10,13 +10,13 @@ from dataclasses import replace
 
 import pytest
 
+from tidelog.groups.joining import new_member
 from tidelog.groups.model import (
     Group,
     Limits,
     RebalanceInProgressError,
     State,
     empty_group,
-    new_member,
 )
 from tidelog.groups.stored import ConsumerProtocolGroupError
 from tidelog.kafka.waiting import POLL_S, Waiting

@@ -5,8 +5,10 @@ Every membership change (join, leave, a session found expired, a subscribed topi
 growing) is one transaction conditional on the meta item's version; it moves the group to the
 next generation in PreparingRebalance and starts the assignment state machine for it. The
 state machine's task calls :meth:`Coordinator.assign`, which writes the assignment only if the
-generation is still current. Sessions expire by their last heartbeat, checked on every
-operation on the group (never by DynamoDB TTL).
+generation is still current; where one of the group's members runs the assignor, as Kafka
+Streams' and Kafka Connect's do, it only elects that leader, whose SyncGroup brings the
+assignment (:meth:`Coordinator.complete`). Sessions expire by their last heartbeat, checked on
+every operation on the group (never by DynamoDB TTL).
 """
 
 from __future__ import annotations
@@ -15,13 +17,18 @@ import contextlib
 import logging
 import re
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TypeVar
 
-from tidelog.assignors import assign
-from tidelog.errors import RetriableError
+from tidelog.assignors import TopicPartition, assign
 from tidelog.groups import items, sessions, stored
+from tidelog.groups.changes import GroupChanges
+from tidelog.groups.joining import (
+    elect_leader,
+    led_assignment,
+    requested_member,
+    same_protocol_type,
+)
 from tidelog.groups.model import (
     REBALANCING,
     Assignment,
@@ -37,7 +44,6 @@ from tidelog.groups.model import (
     RebalanceInProgressError,
     State,
     UnknownMemberError,
-    common_assignors,
     is_cooperative,
     joining_generation,
     known_member,
@@ -45,13 +51,11 @@ from tidelog.groups.model import (
     membership_changed,
     rebalance_deadline_ms,
     rebalanced,
-    requested_member,
     select_protocol,
     stalled,
     subscriptions,
     validate_group_id,
     withheld,
-    without_expired,
 )
 from tidelog.groups.offsets import CommitResult, GroupOffsets, OffsetCommit
 from tidelog.groups.rebalancer import Rebalancer
@@ -62,13 +66,11 @@ from tidelog.storage import ConditionFailedError, MetadataStore, Put, Write
 
 logger = logging.getLogger(__name__)
 
-_ATTEMPTS = 30
 BARRIER_POLL_S = 1  # how long the state machine waits before asking the barrier again
-_T = TypeVar("_T")
 _PATH_SAFE = re.compile(r"[A-Za-z0-9._~-]{1,100}")
 
 
-class Coordinator:
+class Coordinator(GroupChanges):
     def __init__(
         self,
         meta: MetadataStore,
@@ -82,28 +84,21 @@ class Coordinator:
         new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
         new_incarnation: Callable[[], str] = lambda: uuid.uuid4().hex[:8],
     ) -> None:
-        self._meta = meta
-        self._topics = topics
+        super().__init__(
+            meta,
+            topics,
+            rebalancer,
+            clock_ms=clock_ms,
+            initial_rebalance_delay_ms=initial_rebalance_delay_ms,
+            new_incarnation=new_incarnation,
+        )
         self._reader = reader
-        self._rebalancer = rebalancer
-        self._clock_ms = clock_ms
         self._limits = limits or Limits()
-        self._initial_delay_ms = initial_rebalance_delay_ms
         self._new_id = new_id
-        self._new_incarnation = new_incarnation
         self._sweeps = sessions.Sweeps()
         self.offsets = GroupOffsets(meta, topics, reader, clock_ms=clock_ms, current=self.current)
 
     # -- reading -------------------------------------------------------------------------
-
-    def load(self, name: str) -> Group:
-        """The classic group (ConsumerProtocolGroupError for a consumer group's name)."""
-        return stored.load_classic(self._meta, name)
-
-    def load_meta(self, name: str) -> Group:
-        """The classic group as its meta item says, no members (one item read; likewise
-        ConsumerProtocolGroupError for a consumer group's name)."""
-        return stored.load_meta(self._meta, name)
 
     def member_view(self, name: str, member_id: str) -> Group:
         """The classic group as one member sees it: the meta item, the member's own items and
@@ -148,6 +143,11 @@ class Coordinator:
             raise UnknownMemberError(f"member id {member_id!r} was not handed out, or ran out")
         pending = {k: v for k, v in group.pending.items() if k != member_id}
         group = replace(group, pending=pending)
+        others = {
+            k: v for k, v in group.members.items() if previous is None or k != previous.member_id
+        }
+        same_protocol_type(replace(group, members=others), request.protocol_type)
+        group = replace(group, protocol_type=request.protocol_type)
         member = requested_member(
             member_id or self._member_id(request),
             request,
@@ -155,10 +155,7 @@ class Coordinator:
             self._limits,
             joined_generation=joining_generation(group),
         )
-        members = {
-            k: v for k, v in group.members.items() if previous is None or k != previous.member_id
-        }
-        members[member.member_id] = member
+        members = {**others, member.member_id: member}
         protocol = select_protocol(members.values())
         extra: list[Write] = []
         if previous is not None:
@@ -167,6 +164,7 @@ class Coordinator:
                 group.state == State.STABLE
                 and previous.same_subscription(member)
                 and group.current_assignment() is not None
+                and previous.member_id != group.leader
             ):
                 # KIP-345: the same static member is back; it gets its partitions back
                 # under its new id, and nobody rebalances.
@@ -175,10 +173,13 @@ class Coordinator:
                 assert assignment is not None
                 moved = dict(assignment.members)
                 moved[member.member_id] = moved.pop(previous.member_id, ())
+                sent = dict(assignment.sent)
+                if previous.member_id in sent:
+                    sent[member.member_id] = sent.pop(previous.member_id)
                 stable = replace(
                     group,
                     members=members,
-                    assignment=replace(assignment, members=moved),
+                    assignment=replace(assignment, members=moved, sent=sent),
                 )
                 extra.append(Put(items.assignment_item(name, stable.assignment)))
                 return stable, extra, Joined(member.member_id, group.generation, State.STABLE)
@@ -223,7 +224,13 @@ class Coordinator:
             )
 
         quick = sessions.rejoin(
-            self._meta, name, member_id, request.group_instance_id, described=described, now_ms=now
+            self._meta,
+            name,
+            member_id,
+            request.group_instance_id,
+            described=described,
+            now_ms=now,
+            protocol_type=request.protocol_type,
         )
         if quick is not None:
             return quick
@@ -237,9 +244,12 @@ class Coordinator:
                     f"member {member_id} joined with group_instance_id "
                     f"{member.group_instance_id!r}, not {request.group_instance_id!r}"
                 )
+            same_protocol_type(group, request.protocol_type)
             wanted = described(member, group.generation)
             stuck = stalled(group, now)
-            if not wanted.same_subscription(member) or stuck:
+            # Kafka's leader rejoins a Stable group to have it rebalance (Streams' probing).
+            leading = group.state == State.STABLE and member_id == group.leader
+            if not wanted.same_subscription(member) or stuck or leading:
                 # The member joins as a new member does; a stalled generation starts over.
                 at = group.generation + 1 if stuck else joining_generation(group)
                 members = {**group.members, member_id: replace(wanted, joined_generation=at)}
@@ -316,7 +326,7 @@ class Coordinator:
                 alive = replace(alive, joined_generation=generation)
             members = {**group.members, member_id: alive}
             assignment = group.current_assignment()
-            if group.state == State.STABLE and assignment is not None:
+            if group.state == State.STABLE and assignment is not None and group.leader is None:
                 wanted = {
                     t: n for t, n in sizes.items() if any(m.subscribes(t) for m in members.values())
                 }
@@ -373,11 +383,18 @@ class Coordinator:
             # Kafka chooses the protocol here too (initNextGeneration): a join that read only
             # the meta item counted on it (tidelog.groups.sessions).
             protocol = select_protocol(group.members.values()) if group.members else None
-            return replace(group, state=State.COMPLETING_REBALANCE, protocol=protocol), [], "assign"
+            completing = replace(group, state=State.COMPLETING_REBALANCE, protocol=protocol)
+            leader = elect_leader(completing)
+            # Where a member assigns, its JoinGroup answer names it the leader, and its
+            # SyncGroup brings the assignment (complete); the state machine is done.
+            step = "assign" if leader is None else "leader"
+            return replace(completing, leader=leader), [], step
 
         step = self._mutate(name, completing, expire=False)
         if step == "stale":
             return stale
+        if step == "leader":
+            return answer
         if step == "wait":
             return {**answer, "waiting": True, "wait_seconds": BARRIER_POLL_S}
         sizes = self.topic_sizes()
@@ -415,6 +432,30 @@ class Coordinator:
             )
         return result
 
+    def complete(
+        self,
+        name: str,
+        member_id: str,
+        generation: int,
+        sent: Mapping[str, bytes],
+        partitions_of: Callable[[bytes], Sequence[TopicPartition]],
+    ) -> None:
+        """Kafka's SyncGroup from the leader, where a member assigns: what it ``sent`` (each
+        member's assignment as its client encoded it, ``partitions_of`` reads the partitions
+        in it) completes the generation. A follower's SyncGroup changes nothing."""
+        validate_group_id(name)
+
+        def change(group: Group) -> tuple[Group, list[Write], None]:
+            now = self._clock_ms()
+            stable = led_assignment(
+                group, member_id, generation, sent, partitions_of=partitions_of, now_ms=now
+            )
+            if stable is None:
+                return group, [], None
+            return stable, [Put(items.assignment_item(name, stable.assignment))], None
+
+        self._mutate(name, change)
+
     # -- offsets: tidelog.groups.offsets ------------------------------------------------
 
     def commit(
@@ -440,55 +481,3 @@ class Coordinator:
 
     def delete(self, name: str) -> None:
         self.offsets.delete(name)
-
-    # -- the one way state changes ---------------------------------------------------------
-
-    def topic_sizes(self) -> dict[str, int]:
-        return {t.name: t.partitions for t in self._topics.list()}
-
-    def _expired(self, group: Group, at_ms: int | None = None) -> Group:
-        left, gone = without_expired(group, self._clock_ms() if at_ms is None else at_ms)
-        if gone:
-            logger.info("group %s: sessions expired for %s", group.name, gone)
-        return left
-
-    def _mutate(
-        self,
-        name: str,
-        change: Callable[[Group], tuple[Group, list[Write], _T]],
-        *,
-        expire: bool = True,
-        arrived_ms: int | None = None,
-        whole: bool = True,
-    ) -> _T:
-        """Apply ``change`` to the group as stored, sessions that ran out first, judged at
-        ``arrived_ms`` (as Kafka judges a heartbeat on arrival, not after a busy moment's
-        retries); a new generation begins when written: retries never shorten its timeout.
-        Not ``whole``: to its meta item alone (a change that adds items and reads no others)."""
-        for _ in range(_ATTEMPTS):
-            loaded = self.load(name) if whole else self.load_meta(name)
-            group = self._expired(loaded, arrived_ms) if expire else loaded
-            new, extra, answer = change(group)
-            if whole:  # kept for joins that read only the meta item (tidelog.groups.sessions)
-                new = replace(new, assignors=common_assignors(new.members.values()))
-            if not loaded.exists:
-                new = replace(new, incarnation=self._new_incarnation())
-            if new.generation != loaded.generation:
-                new = replace(new, rebalance_ms=max(new.rebalance_ms, self._clock_ms()))
-            writes = items.diff(name, loaded, new) + extra
-            if not writes:
-                return answer
-            try:
-                self._meta.transact(writes)
-            except ConditionFailedError:
-                continue
-            if new.generation != loaded.generation and new.members:
-                delay = self._initial_delay_ms if loaded.state == State.EMPTY else 0
-                try:
-                    self._rebalancer.start(name, new.generation, delay, incarnation=new.incarnation)
-                except Exception:  # the change stands; a heartbeat restarts a stalled one
-                    logger.exception(
-                        "group %s: could not start generation %d's rebalance", name, new.generation
-                    )
-            return answer
-        raise RetriableError(f"group {name} kept changing; try again")

@@ -4,12 +4,15 @@ Items (one table, ``pk``/``sk``)::
 
     ("groups", <group>)                         the registry, for listing
     ("group#<group>", "meta")                   state, generation, protocol, version (CAS),
-                                                the assignors every member supports
-    ("group#<group>", "member#<member id>")     a member: subscription, timeouts, last heartbeat
+                                                the assignors every member supports, the
+                                                protocol type and leader where a member assigns
+    ("group#<group>", "member#<member id>")     a member: subscription, timeouts, last heartbeat,
+                                                its assignors' metadata where a member assigns
     ("group#<group>", "fenced#<member id>")     a static member's old id, replaced by a rejoin
     ("group#<group>", "pending#<member id>")    an id handed out for a member's first join
     ("group#<group>", "assignment")             the last completed generation's assignment: each
-                                                member's partitions, {topic: "0,1,5"}
+                                                member's partitions, {topic: "0,1,5"}, and
+                                                what the leader sent, where a member assigns
     ("offsets#<group>", "<topic>#<partition>")  a committed offset
 """
 
@@ -20,7 +23,15 @@ from dataclasses import replace
 from typing import Protocol, TypeVar
 
 from tidelog.assignors import TopicPartition
-from tidelog.groups.model import Assignment, Committed, Group, Member, State, empty_group
+from tidelog.groups.model import (
+    CONSUMER_PROTOCOL_TYPE,
+    Assignment,
+    Committed,
+    Group,
+    Member,
+    State,
+    empty_group,
+)
 from tidelog.storage import (
     Check,
     Compare,
@@ -100,7 +111,12 @@ def member_from_item(item: Mapping[str, object]) -> Member:
         joined_generation=int_of(item.get("joined_generation", 0)),
         client_id=str(item.get("client_id", "")),
         client_host=str(item.get("client_host", "")),
+        metadata=_blobs(item.get("metadata")),
     )
+
+
+def _blobs(value: object) -> tuple[bytes, ...]:
+    return tuple(bytes(v) for v in value) if isinstance(value, list | tuple) else ()
 
 
 def member_item(name: str, member: Member) -> Item:
@@ -123,19 +139,24 @@ def member_item(name: str, member: Member) -> Item:
         item["client_id"] = member.client_id
     if member.client_host:
         item["client_host"] = member.client_host
+    if member.metadata:
+        item["metadata"] = list(member.metadata)
     return item
 
 
 def assignment_from_item(item: Mapping[str, object]) -> Assignment:
     members = item.get("members") or {}
     sizes = item.get("partitions") or {}
+    sent = item.get("sent") or {}
     assert isinstance(members, Mapping)
     assert isinstance(sizes, Mapping)
+    assert isinstance(sent, Mapping)
     return Assignment(
         generation=int_of(item["generation"]),
         protocol=None if item.get("protocol") is None else str(item["protocol"]),
         members={str(m): _assigned(tps) for m, tps in members.items()},
         partitions={str(t): int_of(n) for t, n in sizes.items()},
+        sent={str(m): bytes(blob) for m, blob in sent.items()},
     )
 
 
@@ -175,6 +196,8 @@ def assignment_item(name: str, assignment: Assignment | None) -> Item:
     }
     if assignment.protocol is not None:
         item["protocol"] = assignment.protocol
+    if assignment.sent:
+        item["sent"] = dict(assignment.sent)
     return item
 
 
@@ -209,17 +232,24 @@ def diff(name: str, old: Group, new: Group) -> list[Write]:
     for member_id in new.pending.keys() - old.pending.keys():
         key = {"pk": group_pk(name), "sk": PENDING_PREFIX + member_id}
         writes.append(Put({**key, "expires_ms": new.pending[member_id]}, ItemAbsent()))
-    meta_changed = (new.state, new.generation, new.protocol, new.assignors) != (
-        old.state,
-        old.generation,
-        old.protocol,
-        old.assignors,
-    )
+    meta_changed = _meta_of(new) != _meta_of(old)
     if meta_changed or (writes and not new.exists):
         writes[:0] = _meta_writes(name, old, new)
     elif writes:
         writes.insert(0, meta_check(name, old))
     return writes
+
+
+def _meta_of(group: Group) -> tuple[object, ...]:
+    """What the meta item holds of a group but its version."""
+    return (
+        group.state,
+        group.generation,
+        group.protocol,
+        group.assignors,
+        group.protocol_type,
+        group.leader,
+    )
 
 
 class Beating(Protocol):
@@ -310,6 +340,10 @@ def _meta_writes(name: str, old: Group, new: Group) -> list[Write]:
         item["protocol"] = new.protocol
     if new.assignors:
         item["assignors"] = sorted(new.assignors)
+    if new.protocol_type != CONSUMER_PROTOCOL_TYPE:
+        item["protocol_type"] = new.protocol_type
+    if new.leader is not None:
+        item["leader"] = new.leader
     writes: list[Write] = [Put(item, meta_condition(old))]
     if not old.exists:
         writes.append(Put({"pk": GROUPS_PK, "sk": name}))
@@ -334,6 +368,8 @@ def group_from_items(name: str, found: Iterable[Mapping[str, object]]) -> Group:
                 stable_ms=int_of(item.get("stable_ms", 0)),
                 incarnation=str(item.get("incarnation", "")),
                 assignors=frozenset(strings(item.get("assignors"))),
+                protocol_type=str(item.get("protocol_type", CONSUMER_PROTOCOL_TYPE)),
+                leader=None if item.get("leader") is None else str(item["leader"]),
             )
         elif sk.startswith(MEMBER_PREFIX):
             member = member_from_item(item)

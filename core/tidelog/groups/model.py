@@ -9,11 +9,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
-from tidelog.assignors import ASSIGNORS, COOPERATIVE, Subscription, TopicPartition
+from tidelog.assignors import COOPERATIVE, Subscription, TopicPartition
 from tidelog.errors import ConflictError, InvalidRequestError, NotFoundError
 
 MAX_METADATA_BYTES = 4096  # Kafka's offset.metadata.max.bytes
 MAX_GROUP_ID_LENGTH = 255
+CONSUMER_PROTOCOL_TYPE = "consumer"  # Kafka's consumers' JoinGroup protocol type
 
 
 class State(StrEnum):
@@ -39,6 +40,10 @@ class JoinRequest:
     group_instance_id: str | None = None
     client_id: str = ""
     client_host: str = ""
+    protocol_type: str = CONSUMER_PROTOCOL_TYPE
+    metadata: Sequence[bytes] = ()
+    """Each of ``assignors``' metadata, as a Kafka client sent it: kept when the client may
+    lead (tidelog.groups.joining.leader_assigns), for its leader to read."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +145,9 @@ class Member:
     client_host: str = ""
     """Who the member says it is (a Kafka client's id) and where it connected from, as Kafka's
     DescribeGroups answers them; empty over HTTP."""
+    metadata: tuple[bytes, ...] = ()
+    """Each assignor's metadata as the member's client sent it, where a member of the group may
+    run the assignor (tidelog.groups.joining); empty where tidelog runs it."""
 
     def subscribes(self, topic: str) -> bool:
         if topic in self.topics:
@@ -149,11 +157,19 @@ class Member:
         )
 
     def same_subscription(self, other: Member) -> bool:
-        return (self.topics, self.topic_pattern, self.assignors) == (
+        return (self.topics, self.topic_pattern, self.assignors, self.metadata) == (
             other.topics,
             other.topic_pattern,
             other.assignors,
+            other.metadata,
         )
+
+    def metadata_of(self, protocol: str | None) -> bytes:
+        """The member's metadata for ``protocol``, as its client sent it."""
+        for assignor, metadata in zip(self.assignors, self.metadata, strict=False):
+            if assignor == protocol:
+                return metadata
+        return b""
 
 
 @dataclass(frozen=True)
@@ -162,6 +178,9 @@ class Assignment:
     protocol: str | None
     members: Mapping[str, tuple[TopicPartition, ...]]
     partitions: Mapping[str, int]  # the topic sizes it was computed for
+    sent: Mapping[str, bytes] = field(default_factory=dict)
+    """Each member's assignment as the group's leader sent it, where a member assigns
+    (tidelog.groups.joining): what SyncGroup hands each member, byte for byte."""
 
     def of(self, member_id: str) -> tuple[TopicPartition, ...]:
         return tuple(self.members.get(member_id, ()))
@@ -200,6 +219,12 @@ class Group:
     incarnation: str = ""
     """Drawn when the group is created: its generations count from 1 again after a deletion,
     and this keeps their state machine executions apart (tidelog.groups.rebalancer)."""
+    protocol_type: str = CONSUMER_PROTOCOL_TYPE
+    """What kind of group its members' JoinGroup says it is: "consumer" for Kafka's
+    consumers and Kafka Streams, "connect" for Kafka Connect's workers, any other for a
+    client's own use of group membership."""
+    leader: str | None = None
+    """The member that runs the assignor, where a member does (tidelog.groups.joining)."""
 
     @property
     def exists(self) -> bool:
@@ -237,87 +262,6 @@ class Limits:
 
     min_session_timeout_ms: int = 6_000
     max_session_timeout_ms: int = 1_800_000
-
-
-def requested_member(
-    member_id: str,
-    request: JoinRequest,
-    now_ms: int,
-    limits: Limits,
-    *,
-    joined_generation: int = 0,
-    known: Member | None = None,
-) -> Member:
-    """The member ``request`` describes (checked: InvalidRequestError and kin); a ``known``
-    member keeps its instance id, and its client's where the request has none."""
-    return new_member(
-        member_id,
-        topics=request.topics,
-        topic_pattern=request.topic_pattern,
-        assignors=request.assignors,
-        session_timeout_ms=request.session_timeout_ms,
-        rebalance_timeout_ms=request.rebalance_timeout_ms,
-        group_instance_id=request.group_instance_id if known is None else known.group_instance_id,
-        now_ms=now_ms,
-        limits=limits,
-        joined_generation=joined_generation,
-        client_id=request.client_id or (known.client_id if known else ""),
-        client_host=request.client_host or (known.client_host if known else ""),
-    )
-
-
-def new_member(
-    member_id: str,
-    *,
-    topics: Sequence[str],
-    topic_pattern: str | None,
-    assignors: Sequence[str],
-    session_timeout_ms: int,
-    rebalance_timeout_ms: int,
-    group_instance_id: str | None,
-    now_ms: int,
-    limits: Limits,
-    joined_generation: int = 0,
-    client_id: str = "",
-    client_host: str = "",
-) -> Member:
-    if topics and topic_pattern is not None:
-        raise InvalidRequestError("give either topics or topic_pattern, not both")
-    if topic_pattern is not None:
-        try:
-            re.compile(topic_pattern)
-        except re.error as exc:
-            raise InvalidRequestError(f"topic_pattern is not a regular expression: {exc}") from exc
-    if not assignors:
-        raise UnknownAssignorError("name at least one assignor")
-    unknown = [a for a in assignors if a not in ASSIGNORS]
-    if unknown:
-        raise UnknownAssignorError(
-            f"unknown assignors {unknown}; tidelog has {', '.join(ASSIGNORS)}"
-        )
-    if not limits.min_session_timeout_ms <= session_timeout_ms <= limits.max_session_timeout_ms:
-        raise InvalidRequestError(
-            f"session_timeout_ms must be within [{limits.min_session_timeout_ms}, "
-            f"{limits.max_session_timeout_ms}]",
-            kafka_error="INVALID_SESSION_TIMEOUT",
-        )
-    if rebalance_timeout_ms < 1:
-        raise InvalidRequestError("rebalance_timeout_ms must be positive")
-    if group_instance_id is not None and not group_instance_id:
-        raise InvalidRequestError("group_instance_id, when given, must not be empty")
-    return Member(
-        member_id=member_id,
-        topics=tuple(dict.fromkeys(topics)),
-        topic_pattern=topic_pattern,
-        assignors=tuple(dict.fromkeys(assignors)),
-        session_timeout_ms=session_timeout_ms,
-        rebalance_timeout_ms=rebalance_timeout_ms,
-        heartbeat_ms=now_ms,
-        group_instance_id=group_instance_id,
-        joined_generation=joined_generation,
-        client_id=client_id,
-        client_host=client_host,
-    )
 
 
 def common_assignors(members: Iterable[Member]) -> frozenset[str]:

@@ -34,6 +34,7 @@ from dataclasses import replace
 from tidelog.groups import items
 from tidelog.groups.consumer import items as consumer_items
 from tidelog.groups.model import (
+    CONSUMER_PROTOCOL_TYPE,
     REBALANCING,
     Group,
     Heartbeat,
@@ -165,6 +166,7 @@ def rejoin(
     *,
     described: Callable[[Member | None, int], Member],
     now_ms: int,
+    protocol_type: str = CONSUMER_PROTOCOL_TYPE,
 ) -> Joined | None:
     """Kafka's JoinGroup from a member in good standing while its group rebalances, with the
     subscription it had, or from a new member with the id it was handed while the group
@@ -178,6 +180,8 @@ def rejoin(
     rebalancing or not classic)."""
     group = member_view(meta, name, member_id, with_assignment=False, reserved=True)
     if group is None or group.state not in REBALANCING or member_id in group.fenced:
+        return None
+    if group.protocol_type != protocol_type:  # refused, or the group's first: the full join
         return None
     member = group.members.get(member_id)
     if member is None:

@@ -3,11 +3,14 @@ SyncGroup, Heartbeat, LeaveGroup), and describing, listing, finding and deleting
 Committed offsets are tidelog.kafka.offsets'.
 
 In Kafka one member of each group, the leader, runs the assignor and hands the assignment out
-through SyncGroup. Here the coordinator runs it, in the assignment state machine, as it does for
-the HTTP API: so JoinGroup names a leader that is no member, every client acts as a follower and
-sends an empty SyncGroup, and SyncGroup answers the assignment the state machine wrote. Any
-client of the classic protocol works this way, whatever assignor it names, as long as tidelog
-has one of that name (range, roundrobin, sticky, cooperative-sticky).
+through SyncGroup. Here the coordinator runs the consumer assignors it has (range, roundrobin,
+sticky, cooperative-sticky), in the assignment state machine, as it does for the HTTP API: for
+them JoinGroup names a leader that is no member, every client acts as a follower and sends an
+empty SyncGroup, and SyncGroup answers the assignment the state machine wrote. Any other
+assignor (Kafka Streams', a client's own) and any group that is no consumer group (Kafka
+Connect's workers) is assigned as in Kafka: the state machine elects a member leader once
+everyone has joined, JoinGroup hands it every member's metadata, and its SyncGroup brings the
+assignment the others wait for (tidelog.groups.joining).
 
 JoinGroup and SyncGroup wait, as Kafka's do: JoinGroup until every member has joined the
 generation (the join barrier), SyncGroup until its assignment is written. A member waiting in
@@ -22,7 +25,6 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from tidelog import runtime
-from tidelog.assignors import ASSIGNORS
 from tidelog.errors import TidelogError
 from tidelog.groups.consumer.coordinator import ConsumerCoordinator
 from tidelog.groups.consumer.model import ConsumerGroup
@@ -33,19 +35,25 @@ from tidelog.groups.model import (
     GroupNotFoundError,
     IllegalGenerationError,
     InconsistentProtocolError,
-    JoinRequest,
     RebalanceInProgressError,
     State,
     empty_group,
     validate_group_id,
 )
 from tidelog.groups.stored import AnyGroup, ConsumerProtocolGroupError
+from tidelog.kafka.classic_protocol import (
+    NOT_CONSUMER,
+    assignment_bytes,
+    join_request,
+    known_protocols,
+    leader_members,
+    partitions_in,
+    same_protocol,
+)
 from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
 from tidelog.kafka.consumer_protocol import (
     PROTOCOL_TYPE,
     read_owned,
-    read_subscription,
-    write_assignment,
     write_subscription,
 )
 from tidelog.kafka.mixed_groups import ClassicMembers
@@ -122,7 +130,7 @@ class GroupHandlers:
         body = request.body
         member_id = str(body.member_id)
         try:
-            join = _join_request(request)
+            join = join_request(request)
             coordinator = self._coordinator()
             if not member_id and join.group_instance_id is None and request.api_version >= 4:
                 # KIP-394: a new member first gets its id, and joins with it.
@@ -133,47 +141,59 @@ class GroupHandlers:
             else:
                 joined = coordinator.join(str(body.group_id), join)
             member_id = joined.member_id
-            generation, protocol = self._waiting.until(
+            generation, protocol, group = self._waiting.until(
                 str(body.group_id), member_id, _joined(member_id), join.rebalance_timeout_ms
             )
         except ConsumerProtocolGroupError:
-            owned = read_owned(_known(body)[0].metadata)
-            return self._classic_members.join(request, join, owned, member_id)
+            known = known_protocols(body)
+            if join.protocol_type != PROTOCOL_TYPE or not known:
+                return _join_error(InconsistentProtocolError(NOT_CONSUMER), member_id)
+            assignors = [str(p.name) for p in known]
+            owned = read_owned(known[0].metadata)
+            mixed = replace(join, assignors=assignors, metadata=())
+            return self._classic_members.join(request, mixed, owned, member_id)
         except TidelogError as exc:
             return _join_error(exc, member_id)
+        leading = group.leader is not None and group.leader == member_id
         return {
             "throttle_time": 0,
             "error_code": NONE,
             "generation_id": generation,
-            "protocol_type": PROTOCOL_TYPE,
+            "protocol_type": group.protocol_type,
             "protocol_name": protocol,
-            "leader": LEADER,
+            "leader": group.leader or LEADER,
             "skip_assignment": False,
             "member_id": member_id,
-            "members": [],
+            "members": leader_members(group, protocol) if leading else [],
         }
 
     # SyncGroup ---------------------------------------------------------------------------
 
     def sync_group(self, request: Request) -> Answer:
         name, member_id, generation = _member(request.body)
+        sent = {str(a.member_id): bytes(a.assignment) for a in items(request.body.assignments)}
 
-        def assigned(group: Group) -> Assignment | None:
+        def assigned(group: Group) -> tuple[Assignment, str] | None:
             if generation > group.generation:
                 raise _illegal_generation(generation, group)
             if group.assignment is not None and group.assignment.generation == generation:
                 # Written, even if the next generation has begun since (a cooperative
                 # follow-up starts at once): the member must learn what it gives up first.
-                return group.assignment
+                return group.assignment, group.protocol_type
             if generation < group.generation:
                 raise moved_on(group)
             return None
 
         try:
-            view = self._coordinator().member_view(validate_group_id(name), member_id)
-            assignment = _found(view, member_id, assigned) or self._waiting.until(
+            coordinator = self._coordinator()
+            view = coordinator.member_view(validate_group_id(name), member_id)
+            if view.leader == member_id:
+                coordinator.complete(name, member_id, generation, sent, partitions_in)
+                view = coordinator.member_view(name, member_id)
+            assignment, protocol_type = _found(view, member_id, assigned) or self._waiting.until(
                 name, member_id, assigned
             )
+            same_protocol(request.body, protocol_type, assignment.protocol)
         except ConsumerProtocolGroupError:
             return self._classic_members.sync(request)
         except TidelogError as exc:
@@ -181,9 +201,9 @@ class GroupHandlers:
         return {
             "throttle_time": 0,
             "error_code": NONE,
-            "protocol_type": PROTOCOL_TYPE,
+            "protocol_type": protocol_type,
             "protocol_name": assignment.protocol,
-            "assignment": write_assignment(assignment.of(member_id)),
+            "assignment": assignment_bytes(assignment, member_id),
         }
 
     # Heartbeat ---------------------------------------------------------------------------
@@ -274,7 +294,7 @@ class GroupHandlers:
             "error_code": NONE,
             "group_id": name,
             "group_state": group.state.value,
-            "protocol_type": PROTOCOL_TYPE if group.exists else "",
+            "protocol_type": group.protocol_type if group.exists else "",
             "protocol_data": group.protocol or "",
             "members": [
                 {
@@ -282,12 +302,12 @@ class GroupHandlers:
                     "group_instance_id": m.group_instance_id,
                     "client_id": m.client_id,
                     "client_host": m.client_host,
-                    "member_metadata": write_subscription(
-                        m.topics or [t for t in names if m.subscribes(t)]
+                    "member_metadata": (
+                        m.metadata_of(group.protocol)
+                        if m.metadata
+                        else write_subscription(m.topics or [t for t in names if m.subscribes(t)])
                     ),
-                    "member_assignment": (
-                        write_assignment(assignment.of(m.member_id)) if assignment else b""
-                    ),
+                    "member_assignment": assignment_bytes(assignment, m.member_id),
                 }
                 for m in sorted(group.members.values(), key=lambda m: m.member_id)
             ],
@@ -300,7 +320,7 @@ class GroupHandlers:
         listed = [
             {
                 "group_id": group.name,
-                "protocol_type": PROTOCOL_TYPE if group.exists else "",
+                "protocol_type": _protocol_type(group) if group.exists else "",
                 "group_state": group.state.value,
                 "group_type": _type(group),
             }
@@ -330,6 +350,10 @@ def _type(group: AnyGroup) -> str:
     return CONSUMER if isinstance(group, ConsumerGroup) else CLASSIC
 
 
+def _protocol_type(group: AnyGroup) -> str:
+    return PROTOCOL_TYPE if isinstance(group, ConsumerGroup) else group.protocol_type
+
+
 def _no_coordinator(key: str, error: str) -> Answer:
     return {
         "key": key,
@@ -344,38 +368,6 @@ def _no_coordinator(key: str, error: str) -> Answer:
 def _member(body: Any) -> tuple[str, str, int]:
     """Group, member and generation, as SyncGroup and Heartbeat name them."""
     return str(body.group_id), str(body.member_id), int(body.generation_id)
-
-
-def _join_request(request: Request) -> JoinRequest:
-    body = request.body
-    if str(body.protocol_type) != PROTOCOL_TYPE:
-        raise InconsistentProtocolError(
-            f"protocol type {body.protocol_type!r}: tidelog runs the assignors of consumer "
-            "groups itself, and knows no others"
-        )
-    known = _known(body)
-    if not known:
-        raise InconsistentProtocolError(
-            f"none of the assignors {[str(p.name) for p in items(body.protocols)]} is one "
-            f"tidelog runs ({', '.join(ASSIGNORS)})"
-        )
-    session_ms = int(body.session_timeout.total_seconds() * 1000)
-    rebalance = field(body, "rebalance_timeout")  # v0 has none: the session timeout serves
-    rebalance_ms = int(rebalance.total_seconds() * 1000) if rebalance is not None else session_ms
-    return JoinRequest(
-        topics=read_subscription(known[0].metadata),
-        assignors=[str(p.name) for p in known],
-        session_timeout_ms=session_ms,
-        rebalance_timeout_ms=rebalance_ms if rebalance_ms > 0 else session_ms,
-        group_instance_id=field(body, "group_instance_id"),
-        client_id=request.client_id or "",
-        client_host=request.client_host,
-    )
-
-
-def _known(body: Any) -> list[Any]:
-    """A JoinGroup's protocols that name an assignor tidelog runs, in the client's order."""
-    return [p for p in items(body.protocols) if str(p.name) in ASSIGNORS]
 
 
 def _join_error(error: TidelogError, member_id: str) -> Answer:
@@ -403,17 +395,18 @@ def _found(view: Group, member_id: str, assigned: Callable[[Group], _R | None]) 
         return None
 
 
-def _joined(member_id: str) -> Callable[[Group], tuple[int, str | None] | None]:
+def _joined(member_id: str) -> Callable[[Group], tuple[int, str | None, Group] | None]:
     """JoinGroup's answer, once the generation the member has joined is past the barrier:
-    being assigned, or assigned (even if the next one has begun since). A generation
-    superseded before its assignment carries the member on to the next, which it waits for."""
+    being assigned, or assigned (even if the next one has begun since), with the group as
+    read. A generation superseded before its assignment carries the member on to the next,
+    which it waits for."""
 
-    def joined(group: Group) -> tuple[int, str | None] | None:
+    def joined(group: Group) -> tuple[int, str | None, Group] | None:
         generation = group.members[member_id].joined_generation
         if group.assignment is not None and group.assignment.generation == generation:
-            return generation, group.assignment.protocol
+            return generation, group.assignment.protocol, group
         if group.generation == generation and group.state != State.PREPARING_REBALANCE:
-            return generation, group.protocol
+            return generation, group.protocol, group
         return None
 
     return joined
