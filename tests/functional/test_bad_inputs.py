@@ -7,6 +7,7 @@ import json
 import random
 import resource
 import struct
+import time
 
 import pytest
 import zstandard
@@ -108,7 +109,9 @@ def batch_corpus(rng):
         cases.append(bytes(raw))
     for _ in range(30):
         builder = RecordBatchBuilder()
-        builder.append(None, b"v", (), rng.choice([-2, -(2**40)]))  # negative timestamp
+        # Past message.timestamp.after.max.ms, an hour ahead of the server's clock.
+        ahead = rng.choice([2 * 3_600_000, 2**50])
+        builder.append(None, b"v", (), int(time.time() * 1000) + ahead)
         cases.append(builder.build())
     for _ in range(30):
         builder = RecordBatchBuilder()

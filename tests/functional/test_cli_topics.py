@@ -54,6 +54,8 @@ def test_a_topic_through_the_real_entry_point(dev):
         "CONFIG      compression.type=producer\n"
         "CONFIG      delete.retention.ms=86400000\n"
         "CONFIG      max.message.bytes=1048588\n"
+        "CONFIG      message.timestamp.after.max.ms=3600000\n"
+        "CONFIG      message.timestamp.before.max.ms=9223372036854775807\n"
         "CONFIG      message.timestamp.type=CreateTime\n"
         "CONFIG      retention.bytes=-1\n"
         "CONFIG      retention.ms=86400000\n"

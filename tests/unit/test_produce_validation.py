@@ -5,9 +5,16 @@ from __future__ import annotations
 import struct
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tidelog.errors import TidelogError
-from tidelog.log.write.validate import validate_batches
+from tidelog.log.write.validate import (
+    TimestampBounds,
+    TimestampOutOfRangeError,
+    built_batch,
+    validate_batches,
+)
 from tidelog.records import RecordBatch, RecordBatchBuilder
 from tidelog.records.crc import crc32c
 
@@ -95,11 +102,15 @@ def test_offsets_must_run_from_zero():
     check(builder.build(), "INVALID_RECORD")
 
 
-def test_negative_timestamps_and_wrong_max_timestamp():
+def test_a_wrong_max_timestamp_is_refused_and_a_negative_timestamp_taken_as_kafka_takes_it():
+    """Kafka's validator bounds a timestamp only by message.timestamp.before.max.ms, whose
+    default lets any through; a negative one counts as old for retention (tidelog.log.entries
+    falls back on when it was appended)."""
     check(recrc(_with_max_timestamp(batch(), T0 - 5)), "INVALID_TIMESTAMP")
     builder = RecordBatchBuilder()
     builder.append(None, b"a", (), -5)
-    check(builder.build(), "INVALID_TIMESTAMP")
+    (produced,) = validate_batches(builder.build(), max_message_bytes=1048588, log_append_time=None)
+    assert (produced.record_count, produced.max_timestamp) == (1, -1)  # as Kafka's batch says
 
 
 def test_a_record_without_a_timestamp_is_taken_as_kafka_takes_it():
@@ -123,3 +134,59 @@ def _with_max_timestamp(raw, value):
 
 def test_idempotent_batches_need_epoch_and_sequence():
     check(batch(producer_id=4, producer_epoch=-1, base_sequence=0), "INVALID_RECORD")
+
+
+HOUR = 3_600_000
+
+
+def bounded(body, *, before=2**63 - 1, after=HOUR, now=T0, built=False):
+    bounds = TimestampBounds(now, before, after)
+    if built:
+        return built_batch(body, max_message_bytes=1048588, log_append_time=None, bounds=bounds)
+    (produced,) = validate_batches(
+        body, max_message_bytes=1048588, log_append_time=None, bounds=bounds
+    )
+    return produced
+
+
+def stamped(*timestamps):
+    builder = RecordBatchBuilder()
+    for i, timestamp in enumerate(timestamps):
+        builder.append(b"k", b"v%d" % i, (), timestamp)
+    return builder.build()
+
+
+@pytest.mark.parametrize("built", [False, True])
+def test_a_createtime_record_out_of_the_topics_bounds_is_named_as_kafka_names_it(built):
+    """Kafka's LogValidator: within [now - before.max.ms, now + after.max.ms], else
+    INVALID_TIMESTAMP with each record named (KIP-467); -1 (none) has nothing to check."""
+    assert bounded(stamped(T0 + HOUR, -1, 0), built=built).record_count == 3
+    with pytest.raises(TimestampOutOfRangeError) as refused:
+        bounded(stamped(T0, T0 + HOUR + 1, T0 - 5, T0 + 2 * HOUR), built=built)
+    assert refused.value.kafka_error.name == "INVALID_TIMESTAMP"
+    assert [index for index, _ in refused.value.record_errors] == [1, 3]
+    assert refused.value.record_errors[0][1] == (
+        f"Timestamp {T0 + HOUR + 1} of message with offset 1 is out of range. "
+        f"The timestamp should be within [{T0 - 2**63 + 1}, {T0 + HOUR}]"
+    )
+    with pytest.raises(TimestampOutOfRangeError) as past:
+        bounded(stamped(T0 - 61_000, -1, T0 - 60_000), before=60_000, built=built)
+    assert [index for index, _ in past.value.record_errors] == [0]
+
+
+@given(
+    timestamps=st.lists(st.integers(-1, T0 + 3 * HOUR), min_size=1, max_size=8),
+    before=st.integers(0, 2 * T0),
+    after=st.integers(0, 2 * HOUR),
+)
+def test_a_batch_is_refused_exactly_when_one_of_its_records_is_out_of_bounds(
+    timestamps, before, after
+):
+    out = [i for i, t in enumerate(timestamps) if t != -1 and (T0 - t > before or t - T0 > after)]
+    for built in (False, True):
+        try:
+            bounded(stamped(*timestamps), before=before, after=after, built=built)
+            refused: list[int] = []
+        except TimestampOutOfRangeError as exc:
+            refused = [index for index, _ in exc.record_errors]
+        assert refused == out

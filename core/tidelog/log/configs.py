@@ -85,6 +85,20 @@ CONFIGS: Mapping[str, ConfigDef] = {
             "INT",
         ),
         ConfigDef(
+            "message.timestamp.after.max.ms",
+            "3600000",
+            _long(0),
+            "how far into the future a CreateTime record's timestamp may be",
+            "LONG",
+        ),
+        ConfigDef(
+            "message.timestamp.before.max.ms",
+            str(LONG_MAX),
+            _long(0),
+            "how far into the past a CreateTime record's timestamp may be",
+            "LONG",
+        ),
+        ConfigDef(
             "message.timestamp.type",
             "CreateTime",
             _one_of("CreateTime", "LogAppendTime"),

@@ -43,9 +43,10 @@ class LogEntry:
 
     @property
     def retention_time(self) -> int | None:
-        """The time retention.ms counts from: the newest record's timestamp or, where no
-        record has one (-1, Kafka's "no timestamp"), when the records were appended, as Kafka
-        falls back to the segment file's last modification; None if neither is known."""
+        """The time retention.ms counts from: the newest record's timestamp or, where it is
+        below 0 (-1, Kafka's "no timestamp", or a producer's negative one), when the records
+        were appended, as Kafka's LogSegment falls back to its file's last modification; None
+        if neither is known."""
         return self.max_timestamp if self.max_timestamp >= 0 else self.appended_ms
 
     @property

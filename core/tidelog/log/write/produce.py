@@ -22,6 +22,7 @@ from tidelog.log.write.validate import (
     KEYLESS_ON_COMPACTED,
     InvalidTimestampError,
     ProducedBatch,
+    TimestampBounds,
     built_batch,
     validate_batches,
 )
@@ -75,6 +76,17 @@ def log_append_time(topic: Topic, now_ms: int) -> int | None:
     return now_ms if topic.config("message.timestamp.type") == "LogAppendTime" else None
 
 
+def timestamp_bounds(topic: Topic, now_ms: int) -> TimestampBounds | None:
+    """What a CreateTime topic's records' timestamps are held to; none on LogAppendTime."""
+    if topic.config("message.timestamp.type") == "LogAppendTime":
+        return None
+    return TimestampBounds(
+        now_ms,
+        int(topic.config("message.timestamp.before.max.ms")),
+        int(topic.config("message.timestamp.after.max.ms")),
+    )
+
+
 def compacted(topic: Topic) -> bool:
     return "compact" in topic.config("cleanup.policy").split(",")
 
@@ -85,6 +97,7 @@ def parse_raw(topic: Topic, body: bytes, now_ms: int) -> list[ProducedBatch]:
         max_message_bytes=int(topic.config("max.message.bytes")),
         log_append_time=log_append_time(topic, now_ms),
         require_keys=compacted(topic),
+        bounds=timestamp_bounds(topic, now_ms),
     )
 
 
@@ -191,7 +204,7 @@ def plan_json_produce(
         raise InvalidRequestError("expected_offset needs every record in one partition")
     codec = CODEC_OF.get(topic.config("compression.type"), topic.config("compression.type"))
     max_message_bytes = int(topic.config("max.message.bytes"))
-    stamp = log_append_time(topic, now_ms)
+    stamp, bounds = log_append_time(topic, now_ms), timestamp_bounds(topic, now_ms)
     requests: list[AppendRequest] = []
     for partition in sorted(by_partition):
         builder = RecordBatchBuilder(codec, clock_ms=lambda: now_ms)
@@ -202,7 +215,10 @@ def plan_json_produce(
                 record.key, record.value, record.headers, now_ms if timestamp is None else timestamp
             )
         batch = built_batch(
-            builder.build(), max_message_bytes=max_message_bytes, log_append_time=stamp
+            builder.build(),
+            max_message_bytes=max_message_bytes,
+            log_append_time=stamp,
+            bounds=bounds,
         )
         requests.append(AppendRequest(topic, partition, [batch], expected_offset))
     request_of = {request.partition: i for i, request in enumerate(requests)}

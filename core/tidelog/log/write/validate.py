@@ -24,6 +24,46 @@ class InvalidTimestampError(InvalidRequestError):
     default_kafka_error = "INVALID_TIMESTAMP"
 
 
+class TimestampOutOfRangeError(InvalidRecordError):
+    """Records whose CreateTime lies outside the topic's bounds, each named (KIP-467)."""
+
+    default_kafka_error = "INVALID_TIMESTAMP"
+
+
+@dataclass(frozen=True)
+class TimestampBounds:
+    """How far a CreateTime record's timestamp may lie from the broker's clock:
+    ``message.timestamp.before.max.ms`` into the past and ``message.timestamp.after.max.ms``
+    into the future (Kafka's LogValidator). A record without a timestamp (-1) has none to
+    check, and a LogAppendTime topic checks none."""
+
+    now_ms: int
+    before_ms: int
+    after_ms: int
+
+    def outside(self, low: int, high: int) -> bool:
+        """Does a timestamp in ``[low, high]`` fall outside the bounds?"""
+        return high - self.now_ms > self.after_ms or self.now_ms - low > self.before_ms
+
+    def check(self, batch: RecordBatch, low: int, high: int) -> None:
+        """The batch's records, whose timestamps lie in ``[low, high]``, read one by one only
+        when those could fall outside."""
+        if not self.outside(low, high):
+            return
+        earliest, latest = self.now_ms - self.before_ms, self.now_ms + self.after_ms
+        refused = [
+            (
+                index,
+                f"Timestamp {record.timestamp} of message with offset {record.offset} is out of "
+                f"range. The timestamp should be within [{earliest}, {latest}]",
+            )
+            for index, record in enumerate(batch.records())
+            if record.timestamp != NO_TIMESTAMP and self.outside(record.timestamp, record.timestamp)
+        ]
+        if refused:
+            raise TimestampOutOfRangeError(refused[0][1], record_errors=refused)
+
+
 @dataclass(frozen=True)
 class ProducedBatch:
     """One validated batch, with what the commit needs to know of it."""
@@ -50,9 +90,11 @@ def validate_batches(
     max_message_bytes: int,
     log_append_time: int | None,
     require_keys: bool = False,
+    bounds: TimestampBounds | None = None,
 ) -> list[ProducedBatch]:
     """The batches of ``body``, each validated; ``log_append_time`` stamps them (LogAppendTime
-    topics: the one case where the bytes change). Raises a 4xx error naming the first problem."""
+    topics: the one case where the bytes change), or their timestamps are held to ``bounds``.
+    Raises a 4xx error naming the first problem."""
     if not body:
         raise CorruptRecordError("the request holds no record batch")
     reader = iter_batches(body)
@@ -62,7 +104,7 @@ def validate_batches(
             raise InvalidRecordError(
                 f"message format v{batch.magic} is not accepted for produce; send magic 2"
             )
-        batches.append(_validate(batch, max_message_bytes, log_append_time, require_keys))
+        batches.append(_validate(batch, max_message_bytes, log_append_time, require_keys, bounds))
     if reader.trailing_bytes:
         raise CorruptRecordError(
             f"the request ends inside a batch ({reader.trailing_bytes} bytes left over)"
@@ -71,14 +113,20 @@ def validate_batches(
 
 
 def built_batch(
-    data: bytes, *, max_message_bytes: int, log_append_time: int | None
+    data: bytes,
+    *,
+    max_message_bytes: int,
+    log_append_time: int | None,
+    bounds: TimestampBounds | None = None,
 ) -> ProducedBatch:
     """A batch tidelog built itself from records it had checked (JSON produce): well formed by
     construction, so decoding it again would only cost time. What depends on the topic is
-    still applied: the size limit and LogAppendTime. It answers as :func:`validate_batches`
-    does for the same bytes (a differential test holds them equal)."""
+    still applied: the size limit, LogAppendTime and the timestamp bounds. It answers as
+    :func:`validate_batches` does for the same bytes (a differential test holds them equal)."""
     batch = RecordBatch(data)
     _check_size(batch, max_message_bytes)
+    if bounds is not None:  # its lowest timestamp unknown: as low as a record's may be
+        bounds.check(batch, NO_TIMESTAMP, batch.max_timestamp)
     return _produced(batch, batch.record_count, log_append_time)
 
 
@@ -92,7 +140,11 @@ def _check_size(batch: RecordBatch, max_message_bytes: int) -> None:
 
 
 def _validate(
-    batch: RecordBatch, max_message_bytes: int, log_append_time: int | None, require_keys: bool
+    batch: RecordBatch,
+    max_message_bytes: int,
+    log_append_time: int | None,
+    require_keys: bool,
+    bounds: TimestampBounds | None,
 ) -> ProducedBatch:
     _check_size(batch, max_message_bytes)
     if batch.is_control_batch:
@@ -114,10 +166,12 @@ def _validate(
                 (i, "Compacted topic cannot accept message without key.") for i in keyless
             ],
         )
-    if summary.min_timestamp < NO_TIMESTAMP:  # -1 is Kafka's "no timestamp", and taken
-        raise InvalidTimestampError("record timestamps must be -1 (none) or not negative")
-    if batch.timestamp_type == "create" and batch.max_timestamp != summary.max_timestamp:
+    # Kafka's maxTimestamp starts at -1 ("none"), so negative timestamps leave it there.
+    newest = max(summary.max_timestamp, NO_TIMESTAMP)
+    if batch.timestamp_type == "create" and batch.max_timestamp != newest:
         raise InvalidTimestampError("the batch's maxTimestamp does not match its records")
+    if bounds is not None and log_append_time is None:
+        bounds.check(batch, summary.min_timestamp, summary.max_timestamp)
     if batch.producer_id >= 0 and (batch.producer_epoch < 0 or batch.base_sequence < 0):
         raise InvalidRecordError("an idempotent batch needs a producer epoch and base sequence")
     return _produced(batch, summary.records, log_append_time)
