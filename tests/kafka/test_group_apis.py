@@ -272,6 +272,27 @@ def test_a_member_that_never_rejoins_is_removed_and_the_waiting_join_completes()
     assert agent.beat(gone, 1) == UNKNOWN_MEMBER
 
 
+def test_a_join_outlasting_its_rebalance_timeout_by_the_barriers_poll_still_completes():
+    """The state machine asks the barrier once a second: the laggard is removed just after the
+    rebalance timeout, and the join waiting on it is answered then, as Kafka answers it at the
+    timeout, never REBALANCE_IN_PROGRESS."""
+    agent = Agent()
+    gone, _ = agent.member()
+    start = agent.clock.now
+    run = agent.rebalancer.run
+
+    def polled():  # the barrier asked at the start, then first 0.9 s past the deadline
+        elapsed = agent.clock.now - start
+        return run() if elapsed < 1_000 or elapsed >= 10_900 else []
+
+    agent.rebalancer.run = polled
+    fresh = agent.join()
+    assert fresh["error_code"] == NONE, fresh
+    assert agent.clock.now - start >= 10_900
+    assert agent.sync(fresh["member_id"], fresh["generation_id"])["partitions"] == tps(0, 1, 2, 3)
+    assert agent.beat(gone, 1) == UNKNOWN_MEMBER
+
+
 def test_sync_and_heartbeat_for_a_generation_not_the_groups():
     agent = Agent()
     a, generation = agent.member()

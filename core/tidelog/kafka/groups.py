@@ -70,6 +70,13 @@ LEADER = "tidelog"
 """JoinGroup's leader: no member's id (each starts with a client id or a uuid), so no client
 runs an assignor of its own."""
 GROUP_KEY, TXN_KEY = 0, 1  # FindCoordinator's key types
+JOIN_GRACE_MS = 2_500
+"""How long a JoinGroup waits past its rebalance timeout. Kafka completes the join at the
+timeout with whoever joined, and answers; here the state machine removes the laggards when it
+next asks the barrier (every BARRIER_POLL_S), and a join answered REBALANCE_IN_PROGRESS in the
+meantime is one Kafka never answers (franz-go surfaces it to the application). Clients wait
+longer than this for the answer: librdkafka 3 s past the rebalance timeout, Java 5 s, franz-go
+10 s."""
 
 
 class GroupHandlers:
@@ -142,7 +149,10 @@ class GroupHandlers:
                 joined = coordinator.join(str(body.group_id), join)
             member_id = joined.member_id
             generation, protocol, group = self._waiting.until(
-                str(body.group_id), member_id, _joined(member_id), join.rebalance_timeout_ms
+                str(body.group_id),
+                member_id,
+                _joined(member_id),
+                join.rebalance_timeout_ms + JOIN_GRACE_MS,
             )
         except ConsumerProtocolGroupError:
             known = known_protocols(body)
