@@ -85,9 +85,9 @@ tools:
 	done
 
 # The referees, pinned in tests/referees/: a real Apache Kafka broker's jars (broker/pom.xml), and
-# Kafka's own Java clients with a small program driving them (clients/), resolved by Maven from
-# Maven Central (cached in ~/.m2) into .referees/. The conformance suite and the Java client
-# tests use them (docs/kafka.md); without Java or Maven those tests say why they skip.
+# Kafka's own Java clients, Kafka Streams and Kafka Connect with the small programs driving them
+# (clients/), resolved by Maven from Maven Central (cached in ~/.m2) into .referees/. The
+# conformance suite uses them (docs/kafka.md); without Java or Maven its tests say why they skip.
 REFEREES := .referees/kafka/.installed .referees/clients/.installed
 JAVA_CLIENTS := $(wildcard tests/referees/clients/src/main/java/dev/tidelog/referees/*.java)
 referees: $(REFEREES)

@@ -421,11 +421,7 @@ def test_a_group_tidelog_cannot_assign_is_assigned_by_its_leader_as_in_kafka():
 def test_a_connect_group_hands_its_leader_the_workers_metadata():
     agent = Agent()
     body = {
-        "group_id": "g",
-        "session_timeout": 6000,
-        "rebalance_timeout": 10_000,
-        "member_id": "",
-        "protocol_type": "connect",
+        **join_body(protocol_type="connect"),
         "protocols": [{"name": "sessioned", "metadata": b"worker-1"}],
     }
     reserved = agent.call(ApiKey.JOIN_GROUP, 7, body)

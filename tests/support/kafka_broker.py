@@ -149,13 +149,7 @@ class KafkaBroker:
         return self.log_path.read_text(errors="replace")
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=10)
+        stop_group(self.process, grace_s=20)
         self._log.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
 
@@ -169,3 +163,15 @@ appender.out.layout.pattern = [%d] %p %m (%c)%n
 rootLogger.level = warn
 rootLogger.appenderRef.out.ref = out
 """
+
+
+def stop_group(process: subprocess.Popen[bytes], *, grace_s: float) -> None:
+    """A JVM started in its own session, stopped with its children: SIGTERM, then SIGKILL
+    past ``grace_s``."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)

@@ -7,8 +7,6 @@ Kafka's own distribution are on the classpath (the file connectors, MirrorMaker 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import tempfile
 import time
@@ -19,6 +17,7 @@ from typing import Any
 
 from tests.support.dynamodb_local import free_port
 from tests.support.java_clients import CLASSPATH
+from tests.support.kafka_broker import stop_group
 
 START_SECONDS = 90
 
@@ -139,10 +138,4 @@ class ConnectWorker:
         return self.log_path.read_text(errors="replace")[-8000:]
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+        stop_group(self.process, grace_s=30)
