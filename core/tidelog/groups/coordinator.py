@@ -439,22 +439,25 @@ class Coordinator(GroupChanges):
         generation: int,
         sent: Mapping[str, bytes],
         partitions_of: Callable[[bytes], Sequence[TopicPartition]],
-    ) -> None:
+    ) -> Assignment | None:
         """Kafka's SyncGroup from the leader, where a member assigns: what it ``sent`` (each
         member's assignment as its client encoded it, ``partitions_of`` reads the partitions
-        in it) completes the generation. A follower's SyncGroup changes nothing."""
+        in it) completes the generation, whose assignment it answers. A follower's SyncGroup
+        changes nothing (``None``, as for a generation not Stable yet)."""
         validate_group_id(name)
 
-        def change(group: Group) -> tuple[Group, list[Write], None]:
+        def change(group: Group) -> tuple[Group, list[Write], Assignment | None]:
             now = self._clock_ms()
             stable = led_assignment(
                 group, member_id, generation, sent, partitions_of=partitions_of, now_ms=now
             )
             if stable is None:
-                return group, [], None
-            return stable, [Put(items.assignment_item(name, stable.assignment))], None
+                done = group.current_assignment() if group.generation == generation else None
+                return group, [], done
+            put = Put(items.assignment_item(name, stable.assignment))
+            return stable, [put], stable.assignment
 
-        self._mutate(name, change)
+        return self._mutate(name, change)
 
     # -- offsets: tidelog.groups.offsets ------------------------------------------------
 

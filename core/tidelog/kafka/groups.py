@@ -164,7 +164,6 @@ class GroupHandlers:
             return self._classic_members.join(request, mixed, owned, member_id)
         except TidelogError as exc:
             return _join_error(exc, member_id)
-        leading = group.leader is not None and group.leader == member_id
         return {
             "throttle_time": 0,
             "error_code": NONE,
@@ -174,7 +173,7 @@ class GroupHandlers:
             "leader": group.leader or LEADER,
             "skip_assignment": False,
             "member_id": member_id,
-            "members": leader_members(group, protocol) if leading else [],
+            "members": leader_members(group, protocol) if group.leader == member_id else [],
         }
 
     # SyncGroup ---------------------------------------------------------------------------
@@ -197,11 +196,17 @@ class GroupHandlers:
         try:
             coordinator = self._coordinator()
             view = coordinator.member_view(validate_group_id(name), member_id)
-            if view.leader == member_id:
+            # The leader's own SyncGroup answers from the assignment it completed: no read again.
+            led = (
                 coordinator.complete(name, member_id, generation, sent, partitions_in)
-                view = coordinator.member_view(name, member_id)
-            assignment, protocol_type = _found(view, member_id, assigned) or self._waiting.until(
-                name, member_id, assigned
+                if view.leader == member_id
+                else None
+            )
+            found = (led, view.protocol_type) if led is not None else None
+            assignment, protocol_type = (
+                found
+                or _found(view, member_id, assigned)
+                or self._waiting.until(name, member_id, assigned)
             )
             same_protocol(request.body, protocol_type, assignment.protocol)
         except ConsumerProtocolGroupError:
