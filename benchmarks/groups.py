@@ -112,6 +112,8 @@ def run(progress: Any = print) -> Section:
         "TIDELOG_GROUP_MIN_SESSION_TIMEOUT_MS": "500",
         "TIDELOG_CONSUMER_SESSION_TIMEOUT_MS": str(consumer_groups.SESSION_MS),
         "TIDELOG_CONSUMER_HEARTBEAT_INTERVAL_MS": str(consumer_groups.HEARTBEAT_MS),
+        "TIDELOG_CONSUMER_MIN_SESSION_TIMEOUT_MS": str(consumer_groups.SESSION_MS),
+        "TIDELOG_CONSUMER_MIN_HEARTBEAT_INTERVAL_MS": str(consumer_groups.HEARTBEAT_MS),
     }
     os.environ.update(settings)
     server = dev.start("127.0.0.1", 0, 0, kafka_port=0)

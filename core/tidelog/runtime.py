@@ -30,7 +30,9 @@ from tidelog.storage import MetadataStore, ObjectStore
 from tidelog.storage.shared import SharedGetsStore
 
 if TYPE_CHECKING:
+    from tidelog.groups.configs import Bounds, GroupConfigs
     from tidelog.groups.consumer.coordinator import ConsumerCoordinator
+    from tidelog.groups.consumer.heartbeat import Config
     from tidelog.groups.coordinator import Coordinator
     from tidelog.log.lifecycle.housekeeping import Housekeeper
     from tidelog.log.read.fetch import LogReader
@@ -290,7 +292,6 @@ def coordinator() -> Coordinator:
 def consumer_groups() -> ConsumerCoordinator:
     """The coordinator of KIP-848's consumer groups."""
     from tidelog.groups.consumer.coordinator import ConsumerCoordinator  # noqa: PLC0415
-    from tidelog.groups.consumer.heartbeat import Config  # noqa: PLC0415
     from tidelog.groups.rebalancer import StepFunctionsRebalancer  # noqa: PLC0415
 
     config = settings()
@@ -301,11 +302,40 @@ def consumer_groups() -> ConsumerCoordinator:
         topics(),
         StepFunctionsRebalancer(aws.client("stepfunctions"), config.assignment_state_machine),
         clock_ms=clock_ms,
-        config=Config(
-            session_timeout_ms=config.consumer_session_timeout_ms,
-            heartbeat_interval_ms=config.consumer_heartbeat_interval_ms,
-        ),
+        config=consumer_group_config(),
+        group_configs=group_configs(),
     )
+
+
+def consumer_group_config() -> Config:
+    """The broker's config of consumer-protocol groups, which a group's own configs override."""
+    from tidelog.groups.consumer.heartbeat import Config  # noqa: PLC0415 - see above
+
+    config = settings()
+    return Config(
+        session_timeout_ms=config.consumer_session_timeout_ms,
+        heartbeat_interval_ms=config.consumer_heartbeat_interval_ms,
+    )
+
+
+def consumer_group_bounds() -> Bounds:
+    from tidelog.groups.configs import Bounds  # noqa: PLC0415 - see above
+
+    config = settings()
+    return Bounds(
+        min_session_timeout_ms=config.consumer_min_session_timeout_ms,
+        max_session_timeout_ms=config.consumer_max_session_timeout_ms,
+        min_heartbeat_interval_ms=config.consumer_min_heartbeat_interval_ms,
+        max_heartbeat_interval_ms=config.consumer_max_heartbeat_interval_ms,
+    )
+
+
+@_once
+def group_configs() -> GroupConfigs:
+    """Every group's own configs (Kafka's GroupConfig)."""
+    from tidelog.groups.configs import GroupConfigs  # noqa: PLC0415 - see above
+
+    return GroupConfigs(metadata_store(), clock_ms=clock_ms)
 
 
 @_once
@@ -352,6 +382,7 @@ def reset() -> None:
         housekeeper,
         coordinator,
         consumer_groups,
+        group_configs,
         transactions,
     ):
         cached.cache_clear()

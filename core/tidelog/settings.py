@@ -72,6 +72,18 @@ class Settings:
     consumer_heartbeat_interval_ms: int = 5_000
     """Kafka's group.consumer.heartbeat.interval.ms, what a settled member is told
     (``TIDELOG_CONSUMER_HEARTBEAT_INTERVAL_MS``)."""
+    consumer_min_session_timeout_ms: int = 45_000
+    """Kafka's group.consumer.min.session.timeout.ms: the shortest session a group's own
+    ``consumer.session.timeout.ms`` may set (``TIDELOG_CONSUMER_MIN_SESSION_TIMEOUT_MS``)."""
+    consumer_max_session_timeout_ms: int = 60_000
+    """Kafka's group.consumer.max.session.timeout.ms
+    (``TIDELOG_CONSUMER_MAX_SESSION_TIMEOUT_MS``)."""
+    consumer_min_heartbeat_interval_ms: int = 5_000
+    """Kafka's group.consumer.min.heartbeat.interval.ms
+    (``TIDELOG_CONSUMER_MIN_HEARTBEAT_INTERVAL_MS``)."""
+    consumer_max_heartbeat_interval_ms: int = 15_000
+    """Kafka's group.consumer.max.heartbeat.interval.ms
+    (``TIDELOG_CONSUMER_MAX_HEARTBEAT_INTERVAL_MS``)."""
     auto_create_topics: bool = False
     """Kafka's auto.create.topics.enable: a Metadata request or an HTTP produce naming an
     unknown topic creates it (``TIDELOG_AUTO_CREATE_TOPICS``, true or false; off in the deployed
@@ -102,7 +114,7 @@ class Settings:
         missing = [name for name in ("TIDELOG_TABLE", "TIDELOG_BUCKET") if not environ.get(name)]
         if missing:
             raise ConfigurationError(f"missing environment variable(s): {', '.join(missing)}")
-        return cls(
+        settings = cls(
             table=environ["TIDELOG_TABLE"],
             bucket=environ["TIDELOG_BUCKET"],
             staging_dir=Path(environ.get("TIDELOG_STAGING_DIR") or DEFAULT_STAGING_DIR),
@@ -131,6 +143,18 @@ class Settings:
             consumer_heartbeat_interval_ms=_at_least_one(
                 environ, "TIDELOG_CONSUMER_HEARTBEAT_INTERVAL_MS", 5_000
             ),
+            consumer_min_session_timeout_ms=_at_least_one(
+                environ, "TIDELOG_CONSUMER_MIN_SESSION_TIMEOUT_MS", 45_000
+            ),
+            consumer_max_session_timeout_ms=_at_least_one(
+                environ, "TIDELOG_CONSUMER_MAX_SESSION_TIMEOUT_MS", 60_000
+            ),
+            consumer_min_heartbeat_interval_ms=_at_least_one(
+                environ, "TIDELOG_CONSUMER_MIN_HEARTBEAT_INTERVAL_MS", 5_000
+            ),
+            consumer_max_heartbeat_interval_ms=_at_least_one(
+                environ, "TIDELOG_CONSUMER_MAX_HEARTBEAT_INTERVAL_MS", 15_000
+            ),
             auto_create_topics=_one_of(environ, "TIDELOG_AUTO_CREATE_TOPICS", ("true", "false"))
             == "true",
             num_partitions=_at_least_one(environ, "TIDELOG_NUM_PARTITIONS", 1),
@@ -148,6 +172,31 @@ class Settings:
             if environ.get("TIDELOG_FAULT_FILE")
             else None,
         )
+        _check_consumer_bounds(settings)
+        return settings
+
+
+def _check_consumer_bounds(settings: Settings) -> None:
+    """Kafka refuses to start when a consumer group default is outside its own bounds."""
+    for name, value, low, high in (
+        (
+            "SESSION_TIMEOUT_MS",
+            settings.consumer_session_timeout_ms,
+            settings.consumer_min_session_timeout_ms,
+            settings.consumer_max_session_timeout_ms,
+        ),
+        (
+            "HEARTBEAT_INTERVAL_MS",
+            settings.consumer_heartbeat_interval_ms,
+            settings.consumer_min_heartbeat_interval_ms,
+            settings.consumer_max_heartbeat_interval_ms,
+        ),
+    ):
+        if not low <= value <= high:
+            raise ConfigurationError(
+                f"TIDELOG_CONSUMER_{name}={value} must be between "
+                f"TIDELOG_CONSUMER_MIN_{name}={low} and TIDELOG_CONSUMER_MAX_{name}={high}"
+            )
 
 
 def _number(environ: Mapping[str, str], name: str, default: int) -> int:

@@ -556,6 +556,84 @@ def consumer_group(s: Script) -> None:
     s.call("leave", CONSUMER_GROUP_HEARTBEAT, 1, {**beat, "member_epoch": -1})
 
 
+def group_configs(s: Script) -> None:
+    """A group's own configs (GROUP resources): described before the group exists, set within
+    and outside the broker's bounds, lived by at a member's heartbeat, reset, and listed."""
+    group, topic = s.name("cfg-group"), s.name("gct")
+    session, heartbeat = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+
+    def describe(step: str, name: str = group) -> None:
+        resource = {
+            "resource_type": 32,
+            "resource_name": name,
+            "configuration_keys": [session, heartbeat, "share.auto.offset.reset"],
+        }
+        body = {"resources": [resource], "include_synonyms": True, "include_documentation": True}
+        s.call(step, DESCRIBE_CONFIGS, 4, body)
+
+    def alter(step: str, *configs: tuple[str, int, str | None], only: bool = False) -> None:
+        resource = {
+            "resource_type": 32,
+            "resource_name": group if step != "alter the default group" else "",
+            "configs": [{"name": n, "config_operation": op, "value": v} for n, op, v in configs],
+        }
+        s.call(step, INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [resource], "validate_only": only})
+
+    def listed(step: str) -> None:
+        answer = s.conn.call(LIST_CONFIG_RESOURCES, 1, {"resource_types": [32]})
+        mine = [r for r in answer["config_resources"] if r["resource_name"] == group]
+        s.note(step, {"error_code": answer["error_code"], "mine": mine})
+
+    describe("describe a group never seen")
+    describe("describe the default group", "")
+    alter("set the session", (session, 0, "50000"))
+    describe("describe after setting")
+    listed("list group config resources")
+    alter("set past the maximum", (session, 0, "999999"))
+    alter("set below the minimum", (session, 0, "500"))
+    alter("set not a number", (session, 0, "soon"))
+    alter("set an unknown config", ("no.such", 0, "1"))
+    alter("set without a value", (session, 0, None))
+    alter("append to a number", (heartbeat, 2, "6000"))
+    alter("set twice", (session, 0, "20000"), (session, 0, "21000"))
+    alter("heartbeat as long as the session", (heartbeat, 0, "10000"), (session, 0, "10000"))
+    alter("set a share group config", ("share.auto.offset.reset", 0, "earliest"))
+    alter("alter the default group", (session, 0, "20000"))
+    alter("validate only", (session, 0, "20000"), only=True)
+    alter("set the heartbeat", (heartbeat, 0, "4000"))
+    describe("describe after validating")
+    create(s, "create", "gct", 1)
+    beat = {
+        "group_id": group,
+        "member_id": "conformance-member-02",
+        "member_epoch": 0,
+        "rebalance_timeout": 10_000,
+        "subscribed_topic_names": [topic],
+        "topic_partitions": [],
+    }
+    joined = s.conn.call(CONSUMER_GROUP_HEARTBEAT, 1, beat)
+    s.note("a member is told the group's interval", joined["heartbeat_interval"])
+    s.conn.call(CONSUMER_GROUP_HEARTBEAT, 1, {**beat, "member_epoch": -1})
+    s.call("delete the group", DELETE_GROUPS, 2, {"groups_names": [group]})
+    describe("configs outlive the group")
+    alter("delete the session", (session, 1, None))
+    describe("describe after deleting")
+    replaced = {
+        "resource_type": 32,
+        "resource_name": group,
+        "configs": [{"name": heartbeat, "value": "6000"}],
+    }
+    s.call("alter configs", 33, 2, {"resources": [replaced], "validate_only": False})
+    describe("describe after altering")
+    s.call(
+        "alter configs to none",
+        33,
+        2,
+        {"resources": [{**replaced, "configs": []}], "validate_only": False},
+    )
+    listed("list once none is set")
+
+
 SEQUENCES = {
     sequence.__name__: sequence
     for sequence in (
@@ -569,5 +647,6 @@ SEQUENCES = {
         transactions,
         classic_group,
         consumer_group,
+        group_configs,
     )
 }

@@ -7,7 +7,8 @@ import uuid
 
 import pytest
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ResourceType
+from confluent_kafka.admin import ConfigResource as RdConfigResource
 from confluent_kafka.admin import NewTopic as RdNewTopic
 from kafka.admin import (
     ConfigResource,
@@ -139,3 +140,38 @@ def test_kafkas_admin_clients_delete_empty_groups(dev, admin):
     with pytest.raises(KafkaException) as gone:
         librdkafka.delete_consumer_groups([f"{group}-rd"])[f"{group}-rd"].result(30)
     assert gone.value.args[0].name() == "GROUP_ID_NOT_FOUND"
+
+
+def test_a_groups_own_configs_are_set_described_and_reset_by_librdkafka(dev):
+    """librdkafka's admin (its test suite's 0081 does the same): a GROUP resource's configs,
+    before the group exists, within the bounds and outside them."""
+    client = AdminClient({"bootstrap.servers": dev.bootstrap})
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    resource = RdConfigResource(ResourceType.GROUP, group)
+
+    def alter(*entries: ConfigEntry) -> None:
+        changed = RdConfigResource(ResourceType.GROUP, group, incremental_configs=list(entries))
+        client.incremental_alter_configs([changed])[changed].result(30)
+
+    def described() -> dict[str, tuple[str, int]]:
+        """Each config's value and source: 4 the broker's setting, 8 the group's own (which
+        confluent-kafka's ConfigSource has no name for, so it hands over the number)."""
+        found = client.describe_configs([resource])[resource].result(30)
+        return {
+            name: (entry.value, getattr(entry.source, "value", entry.source))
+            for name, entry in found.items()
+        }
+
+    session, heartbeat = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
+    assert described() == {
+        session: ("12000", 4),  # the test session's stack: devserver.FAST_GROUPS
+        heartbeat: ("3000", 4),
+    }
+    alter(ConfigEntry(session, "20000", incremental_operation=AlterConfigOpType.SET))
+    assert described()[session] == ("20000", 8)
+    with pytest.raises(KafkaException) as refused:
+        alter(ConfigEntry(session, "999999", incremental_operation=AlterConfigOpType.SET))
+    assert refused.value.args[0].name() == "INVALID_CONFIG"
+    assert "group.consumer.max.session.timeout.ms" in refused.value.args[0].str()
+    alter(ConfigEntry(session, None, incremental_operation=AlterConfigOpType.DELETE))
+    assert described()[session] == ("12000", 4)

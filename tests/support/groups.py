@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from tests.support.log import Clock
 
+from tidelog.groups.configs import GroupConfigs
 from tidelog.groups.consumer.coordinator import ConsumerCoordinator
 from tidelog.groups.consumer.heartbeat import Config
 from tidelog.groups.coordinator import Coordinator
@@ -74,10 +75,18 @@ class Recorder:
         self.started.append((group, generation, execution))
 
 
-def consumer_stack(config: Config, recorder: Recorder | None = None):
-    """A KIP-848 coordinator beside a classic one, over one table, with topic ``t`` of 4."""
+def consumer_stack(config: Config, recorder: Recorder | None = None, group_configs: bool = False):
+    """A KIP-848 coordinator beside a classic one, over one table, with topic ``t`` of 4; with
+    ``group_configs``, groups' own configs in the same table."""
     classic, _, topics, clock, meta = coordinator()
     recorder = recorder or Recorder()
-    consumer = ConsumerCoordinator(meta, topics, recorder, clock_ms=clock, config=config)
+    consumer = ConsumerCoordinator(
+        meta,
+        topics,
+        recorder,
+        clock_ms=clock,
+        config=config,
+        group_configs=GroupConfigs(meta, clock_ms=clock) if group_configs else None,
+    )
     topics.create("t", 4, {})
     return consumer, classic, recorder, topics, clock

@@ -44,8 +44,6 @@ SETTINGS = {
     "transaction.state.log.min.isr": "1",
     "transaction.state.log.num.partitions": "1",
     "group.initial.rebalance.delay.ms": "0",
-    "group.consumer.min.session.timeout.ms": "1000",
-    "group.consumer.min.heartbeat.interval.ms": "500",
 }
 
 

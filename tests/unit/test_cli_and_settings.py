@@ -124,3 +124,19 @@ def test_the_stores_run_under_a_named_fault_profile_or_none(monkeypatch):
     finally:
         monkeypatch.delenv("TIDELOG_FAULTS")
         runtime.reset()
+
+
+def test_a_consumer_group_default_outside_its_bounds_stops_the_start_as_on_kafka():
+    base = {"TIDELOG_TABLE": "t", "TIDELOG_BUCKET": "b"}
+    settings = Settings.from_env(base)
+    assert (settings.consumer_min_session_timeout_ms, settings.consumer_max_session_timeout_ms) == (
+        45_000,
+        60_000,
+    )
+    short = {**base, "TIDELOG_CONSUMER_SESSION_TIMEOUT_MS": "12000"}
+    with pytest.raises(ConfigurationError, match="TIDELOG_CONSUMER_SESSION_TIMEOUT_MS=12000 must"):
+        Settings.from_env(short)
+    lowered = {**short, "TIDELOG_CONSUMER_MIN_SESSION_TIMEOUT_MS": "1000"}
+    assert Settings.from_env(lowered).consumer_session_timeout_ms == 12_000
+    with pytest.raises(ConfigurationError, match="TIDELOG_CONSUMER_MAX_HEARTBEAT_INTERVAL_MS"):
+        Settings.from_env({**base, "TIDELOG_CONSUMER_HEARTBEAT_INTERVAL_MS": "20000"})

@@ -1,5 +1,6 @@
 """Kafka's config APIs: DescribeConfigs, AlterConfigs and IncrementalAlterConfigs, over
-tidelog's topic configs (tidelog.log.configs) and the broker configs an agent reports.
+tidelog's topic configs (tidelog.log.configs), groups' own configs
+(tidelog.kafka.group_configs) and the broker configs an agent reports.
 
 Described as Kafka describes them: each config's type, documentation and synonyms (the topic's
 own value, then the broker default it falls back to), read-only and sensitive flags. Broker
@@ -15,12 +16,14 @@ from typing import Any
 
 from tidelog import runtime
 from tidelog.errors import InvalidRequestError, TidelogError
+from tidelog.kafka import group_configs
 from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
 from tidelog.kafka.node import Node
 from tidelog.log import configs as topic_configs
 from tidelog.log.topics import Topic
 
-TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+TOPIC_RESOURCE, BROKER_RESOURCE, GROUP_RESOURCE = 2, 4, 32
+CLIENT_METRICS_RESOURCE, BROKER_LOGGER_RESOURCE = 16, 8
 # ConfigSource
 TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
 # ConfigType (DescribeConfigs v3+)
@@ -88,6 +91,8 @@ def describe_configs(request: Request, me: Node, live: Callable[[], tuple[Node, 
                 configs = [topic_config(topic, c) for c in sorted(topic_configs.CONFIGS)]
             elif kind == BROKER_RESOURCE:
                 configs = broker_configs(_broker(name, me, live))
+            elif kind == GROUP_RESOURCE:
+                configs = group_configs.describe(name)
             else:
                 raise _unsupported_resource(kind, name, me)
             wanted = configs if keys is None else [c for c in configs if c["name"] in keys]
@@ -221,8 +226,8 @@ def _broker(name: str, me: Node, live: Callable[[], tuple[Node, ...]]) -> Node:
 
 def _unsupported_resource(kind: int, name: str, me: Node) -> TidelogError:
     return InvalidRequestError(
-        f"resource type {kind} named {name!r}: tidelog has configs for topics (2) and brokers "
-        f"(4, this one is {me.node_id})"
+        f"resource type {kind} named {name!r}: tidelog has configs for topics (2), brokers "
+        f"(4, this one is {me.node_id}) and groups (32)"
     )
 
 
@@ -252,7 +257,7 @@ def alter_configs(request: Request, me: Node) -> Answer:
             raise InvalidRequestError("AlterConfigs: a config needs a value (null given)")
         runtime.topics().replace_configs(name, wanted, validate_only=validate_only)
 
-    return _alter(body, me, apply)
+    return _alter(body, me, apply, group_configs.replace_all)
 
 
 def incremental_alter_configs(request: Request, me: Node) -> Answer:
@@ -273,7 +278,7 @@ def incremental_alter_configs(request: Request, me: Node) -> Answer:
         runtime.topics().alter_configs(topic, changes, validate_only=validate_only)
         runtime.topic_cache().forget(name)
 
-    return _alter(body, me, apply)
+    return _alter(body, me, apply, group_configs.alter_incrementally)
 
 
 def _operated(topic: Topic, key: str, op: int, value: str | None) -> str | None:
@@ -300,7 +305,12 @@ def _operated(topic: Topic, key: str, op: int, value: str | None) -> str | None:
     return ",".join(v for v in current if v not in given)
 
 
-def _alter(body: Any, me: Node, apply: Callable[[str, Any, bool], None]) -> Answer:
+def _alter(
+    body: Any,
+    me: Node,
+    apply: Callable[[str, Any, bool], None],
+    apply_to_group: Callable[[str, Any, bool], None],
+) -> Answer:
     validate_only = bool(body.validate_only)
     resources = list(items(body.resources))
     repeated = Counter((int(r.resource_type), str(r.resource_name)) for r in resources)
@@ -315,35 +325,43 @@ def _alter(body: Any, me: Node, apply: Callable[[str, Any, bool], None]) -> Answ
                     "broker configs are static here: set them where the cluster is deployed "
                     "(docs/kafka.md)"
                 )
-            if kind != TOPIC_RESOURCE:
+            if kind == GROUP_RESOURCE:
+                apply_to_group(name, resource, validate_only)
+            elif kind == TOPIC_RESOURCE:
+                apply(name, resource, validate_only)
+            else:
                 raise _unsupported_resource(kind, name, me)
-            apply(name, resource, validate_only)
             responses.append(_result(kind, name, None))
         except TidelogError as exc:
             responses.append(_result(kind, name, exc))
     return {"throttle_time": 0, "responses": responses}
 
 
-GROUP_RESOURCE, CLIENT_METRICS_RESOURCE, BROKER_LOGGER_RESOURCE = 32, 16, 8
-LISTED_TYPES = (TOPIC_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER_RESOURCE, CLIENT_METRICS_RESOURCE)
+LISTED_TYPES = (
+    TOPIC_RESOURCE,
+    BROKER_RESOURCE,
+    BROKER_LOGGER_RESOURCE,
+    CLIENT_METRICS_RESOURCE,
+    GROUP_RESOURCE,
+)
 
 
 def list_config_resources(request: Request, live: Callable[[], tuple[Node, ...]]) -> Answer:
     """Kafka 4.1's ListConfigResources (KIP-1142): the resources that have configs, of the
-    types asked for (none: every type). Every topic and every live agent has configs;
-    groups, client metrics and loggers have none set here. v0 (KIP-714's
-    ListClientMetricsResources) asks for client metrics only."""
+    types asked for (none: every type). Every topic and every live agent has configs, and
+    every group that has configs of its own; client metrics and loggers have none set here.
+    v0 (KIP-714's ListClientMetricsResources) asks for client metrics only."""
     asked = [
         int(t) for t in items(field(request.body, "resource_types", [CLIENT_METRICS_RESOURCE]))
     ]
-    unknown = [t for t in asked if t not in (*LISTED_TYPES, GROUP_RESOURCE)]
+    unknown = [t for t in asked if t not in LISTED_TYPES]
     if unknown:
         return {
             "throttle_time": 0,
             "error_code": code("UNSUPPORTED_VERSION"),
             "config_resources": [],
         }
-    wanted = set(asked) or {*LISTED_TYPES, GROUP_RESOURCE}
+    wanted = set(asked) or set(LISTED_TYPES)
     listed: list[Answer] = []
     if TOPIC_RESOURCE in wanted:
         listed += [
@@ -354,4 +372,6 @@ def list_config_resources(request: Request, live: Callable[[], tuple[Node, ...]]
         listed += [
             {"resource_name": str(n.node_id), "resource_type": BROKER_RESOURCE} for n in live()
         ]
+    if GROUP_RESOURCE in wanted:
+        listed += group_configs.listed()
     return {"throttle_time": 0, "error_code": NONE, "config_resources": listed}

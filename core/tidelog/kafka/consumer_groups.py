@@ -74,7 +74,7 @@ class ConsumerGroupHandlers:
             "member_id": outcome.member_id,
             "member_epoch": outcome.epoch,
             # A member that left (epoch -1) is told of no next heartbeat, as Kafka tells it.
-            "heartbeat_interval": coordinator.config.heartbeat_interval_ms
+            "heartbeat_interval": coordinator.config_of(outcome.group.name).heartbeat_interval_ms
             if outcome.epoch >= 0
             else 0,
             "assignment": assignment,

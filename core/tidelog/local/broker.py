@@ -77,6 +77,18 @@ SETTINGS: Mapping[str, Setting] = {
     "group.max.session.timeout.ms": Setting(_ms, "TIDELOG_GROUP_MAX_SESSION_TIMEOUT_MS"),
     "group.consumer.session.timeout.ms": Setting(_ms, "TIDELOG_CONSUMER_SESSION_TIMEOUT_MS"),
     "group.consumer.heartbeat.interval.ms": Setting(_ms, "TIDELOG_CONSUMER_HEARTBEAT_INTERVAL_MS"),
+    "group.consumer.min.session.timeout.ms": Setting(
+        _ms, "TIDELOG_CONSUMER_MIN_SESSION_TIMEOUT_MS"
+    ),
+    "group.consumer.max.session.timeout.ms": Setting(
+        _ms, "TIDELOG_CONSUMER_MAX_SESSION_TIMEOUT_MS"
+    ),
+    "group.consumer.min.heartbeat.interval.ms": Setting(
+        _ms, "TIDELOG_CONSUMER_MIN_HEARTBEAT_INTERVAL_MS"
+    ),
+    "group.consumer.max.heartbeat.interval.ms": Setting(
+        _ms, "TIDELOG_CONSUMER_MAX_HEARTBEAT_INTERVAL_MS"
+    ),
     "transaction.max.timeout.ms": Setting(_ms, "TIDELOG_TRANSACTION_MAX_TIMEOUT_MS"),
     "listeners": Setting(_text),
     "sasl.enabled.mechanisms": Setting(_text),

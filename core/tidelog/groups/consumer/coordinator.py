@@ -22,6 +22,7 @@ from typing import TypeVar
 from tidelog.assignors import TopicPartition
 from tidelog.errors import RetriableError
 from tidelog.groups import items as shared
+from tidelog.groups.configs import GroupConfigs, applied
 from tidelog.groups.consumer import classic, items
 from tidelog.groups.consumer.heartbeat import (
     Config,
@@ -84,13 +85,15 @@ class ConsumerCoordinator:
         *,
         clock_ms: Callable[[], int],
         config: Config | None = None,
+        group_configs: GroupConfigs | None = None,
         new_incarnation: Callable[[], str] = lambda: uuid.uuid4().hex[:8],
     ) -> None:
         self._meta = meta
         self._topics = topics
         self._rebalancer = rebalancer
         self._clock_ms = clock_ms
-        self.config = config or Config()
+        self.config = config or Config()  # the broker's: a group's own configs override it
+        self._group_configs = group_configs
         self._new_incarnation = new_incarnation
         self._lock = threading.Lock()
         self._listed: tuple[int, Topics] | None = None
@@ -109,6 +112,13 @@ class ConsumerCoordinator:
             self._listed = (now, listed)
         return listed
 
+    def config_of(self, name: str) -> Config:
+        """The config a group's members live by: the broker's, with the group's own configs
+        (tidelog.groups.configs) in place."""
+        if self._group_configs is None:
+            return self.config
+        return applied(self._group_configs.cached(name), self.config)
+
     def load(self, name: str) -> ConsumerGroup | None:
         """The consumer group as stored, or None if the name holds no consumer group."""
         found = list(self._meta.query(shared.group_pk(name)))
@@ -117,24 +127,26 @@ class ConsumerCoordinator:
     def describe(self, name: str) -> ConsumerGroup | None:
         """The group as it is now: members past their session or rebalance timeout left out."""
         group = self.load(validate_group_id(name))
-        return None if group is None else expire(group, self.config, self._clock_ms())
+        return None if group is None else expire(group, self.config_of(name), self._clock_ms())
 
     def heartbeat(self, name: str, request: Heartbeat) -> Outcome:
-        validate(request, self.config)
+        config = self.config_of(validate_group_id(name))
+        validate(request, config)
         return _written(
             self._change(
                 name,
-                lambda g, topics, now: _outcome(heartbeat(g, request, topics, self.config, now)),
+                lambda g, topics, now: _outcome(heartbeat(g, request, topics, config, now)),
             )
         )
 
     # -- members of the classic protocol (tidelog.groups.consumer.classic) ------------------
 
     def classic_join(self, name: str, request: classic.ClassicJoin) -> Outcome:
+        config = self.config_of(validate_group_id(name))
         return _written(
             self._change(
                 name,
-                lambda g, topics, now: _outcome(classic.join(g, request, topics, self.config, now)),
+                lambda g, topics, now: _outcome(classic.join(g, request, topics, config, now)),
             )
         )
 
@@ -168,13 +180,13 @@ class ConsumerCoordinator:
     ) -> tuple[ConsumerGroup, _R]:
         """``step`` applied to the group as it is now, and written in one transaction
         conditional on the group as read (computed again if it moved meanwhile)."""
-        validate_group_id(name)
+        config = self.config_of(validate_group_id(name))
         now = self._clock_ms()
         topics = self.topic_map()
         for _ in range(_ATTEMPTS):
             found = list(self._meta.query(shared.group_pk(name)))
             stored, loaded, released = self._consumer_group(name, found, topics, now)
-            current = expire(loaded, self.config, now)
+            current = expire(loaded, config, now)
             if current.members and stalled(current, now):
                 # The target of this epoch never came (its execution could not start, or
                 # failed for good): a new epoch, and a new execution for it.
