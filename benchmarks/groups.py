@@ -129,7 +129,8 @@ def run(progress: Any = print) -> Section:
             kip848,
             "a Step Functions execution: start, Wait 0 s, Lambda task",
             "the same execution; the member is answered its epoch at once, its partitions at "
-            "the heartbeat after the target is written",
+            "the heartbeat after the target is written (the HTTP API's heartbeats do not wait; "
+            "the client polls at 0.1 s while it has nothing)",
         )
         progress("  death -> partitions reassigned")
         deaths = [_death_to_reassigned(api, topic, 6) for _ in range(10)]

@@ -288,7 +288,7 @@ def consumer_heartbeat(group: api.GroupId, body: ConsumerHeartbeat) -> ConsumerH
     return ConsumerHeartbeatAnswer(
         member_id=outcome.member_id,
         member_epoch=outcome.epoch,
-        heartbeat_interval_ms=coordinator.config.heartbeat_interval_ms,
+        heartbeat_interval_ms=coordinator.config_of(group).heartbeat_interval_ms,
         assignment=None if outcome.assignment is None else _by_name(outcome.assignment, names),
         state=state,
     )
@@ -397,6 +397,7 @@ def describe(group: api.GroupId) -> GroupView:
 def _consumer_view(found: ConsumerGroup) -> GroupView:
     coordinator = runtime.consumer_groups()
     names = {topic_id: name for name, (topic_id, _) in coordinator.topic_map().items()}
+    session_ms = coordinator.config_of(found.name).session_timeout_ms
     return GroupView(
         group=found.name,
         type="consumer",
@@ -410,7 +411,7 @@ def _consumer_view(found: ConsumerGroup) -> GroupView:
                 topics=list(m.topics),
                 topic_pattern=m.pattern,
                 assignors=list(m.protocols) if m.is_classic else [m.assignor or DEFAULT_ASSIGNOR],
-                session_timeout_ms=m.classic_session_ms or coordinator.config.session_timeout_ms,
+                session_timeout_ms=m.classic_session_ms or session_ms,
                 assignment=_by_name(m.assigned, names),
                 member_epoch=m.epoch,
                 target=_by_name(found.target.of(m.member_id), names),

@@ -259,9 +259,79 @@ def _call(handlers, key, version, body):
     return answer
 
 
+class Waits:
+    """The handlers' clock and sleep: each sleep moves the clock, and may run the state
+    machine's task (``during``) as if it answered meanwhile."""
+
+    def __init__(self, during=None) -> None:
+        self.now, self.slept, self.during = 0.0, 0.0, during
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        self.slept += seconds
+        if self.during is not None:
+            self.during()
+
+
+def _handlers(consumer, waits: Waits) -> ConsumerGroupHandlers:
+    return ConsumerGroupHandlers(
+        coordinator=lambda: consumer, monotonic=waits.monotonic, sleep=waits.sleep
+    )
+
+
+JOIN_BODY = {
+    "group_id": "g",
+    "member_id": "m-1",
+    "member_epoch": 0,
+    "rebalance_timeout": 30_000,
+    "subscribed_topic_names": ["t"],
+    "topic_partitions": [],
+}
+
+
+def test_a_joining_heartbeat_waits_for_its_target_and_is_answered_its_partitions(stack):
+    """As Kafka's coordinator answers a first heartbeat with the assignment it computed: the
+    state machine writes the target while the heartbeat waits, and the member is answered
+    reconciled to it instead of an interval later."""
+    consumer, _, recorder, _, _ = stack
+    waits = Waits(during=lambda: [consumer.assign(g, e) for g, e, _ in recorder.started])
+    joined = _call(_handlers(consumer, waits), ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, JOIN_BODY)
+    assert (joined["error_code"], joined["member_epoch"]) == (0, 1)
+    (assigned,) = joined["assignment"]["topic_partitions"]
+    assert assigned["partitions"] == [0, 1, 2, 3]
+    assert waits.slept == pytest.approx(0.05)  # one poll: the target was there at once
+    assert consumer.describe("g").members["m-1"].assigned == consumer.describe("g").target.of("m-1")
+
+
+def test_the_wait_ends_at_half_the_heartbeat_interval_and_the_member_is_answered_as_it_was(
+    stack,
+):
+    consumer, _, _, _, _ = stack
+    waits = Waits()  # the state machine never answers
+    joined = _call(_handlers(consumer, waits), ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, JOIN_BODY)
+    assert (joined["error_code"], joined["member_epoch"]) == (0, 1)
+    assert joined["assignment"] == {"topic_partitions": []}
+    assert waits.slept == pytest.approx(CONFIG.heartbeat_interval_ms / 2 / 1000, abs=0.06)
+
+
+def test_only_a_heartbeat_that_moved_the_epoch_waits(stack):
+    consumer, _, _, _, _ = stack
+    waits = Waits()
+    handlers = _handlers(consumer, waits)
+    _call(handlers, ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, JOIN_BODY)
+    waited = waits.slept
+    steady = {**JOIN_BODY, "member_epoch": 1, "subscribed_topic_names": None}
+    again = _call(handlers, ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, {**steady, "rebalance_timeout": -1})
+    assert again["error_code"] == 0
+    assert waits.slept == waited  # its target is still to come, but it did not move the epoch
+
+
 def test_the_kafka_apis_answer_by_topic_id_and_describe_members(stack):
     consumer, _, _, topics, _ = stack
-    handlers = ConsumerGroupHandlers(coordinator=lambda: consumer)
+    handlers = _handlers(consumer, Waits())
     topic_id = uuid.UUID(topics.get("t").topic_id)
     body = {
         "group_id": "g",

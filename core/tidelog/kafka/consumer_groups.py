@@ -1,32 +1,51 @@
 """KIP-848's consumer group protocol on the agent: ConsumerGroupHeartbeat and
 ConsumerGroupDescribe over tidelog.groups.consumer. The coordinator assigns (the assignment
-state machine) and reconciles each member at its heartbeats; clients run no assignor."""
+state machine) and reconciles each member at its heartbeats; clients run no assignor.
+
+A heartbeat that moves the group epoch (a member joining, or changing its subscription) waits a
+bounded time for the state machine's target of that epoch and is answered reconciled to it, as
+Kafka's coordinator answers the first heartbeat with the assignment it computed at once.
+Without the wait a new member would get its partitions only at its next heartbeat, an interval
+later (3-5 s), where a classic member's JoinGroup waits for its assignment. The wait stays
+under half the group's heartbeat interval: librdkafka gives a heartbeat no longer than that
+interval before it times the request out.
+"""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from tidelog import runtime
 from tidelog.errors import TidelogError
 from tidelog.groups.consumer.coordinator import ConsumerCoordinator
-from tidelog.groups.consumer.heartbeat import Heartbeat, owned_partitions
+from tidelog.groups.consumer.heartbeat import Heartbeat, Outcome, owned_partitions
 from tidelog.groups.consumer.items import by_topic
-from tidelog.groups.consumer.model import ConsumerGroup, Member, Partitions
+from tidelog.groups.consumer.model import JOIN_EPOCH, ConsumerGroup, Member, Partitions
 from tidelog.groups.consumer.target import DEFAULT_ASSIGNOR
 from tidelog.groups.model import GroupNotFoundError, validate_group_id
 from tidelog.kafka.codec import NONE, Answer, Request, field, items
 
 CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1  # ConsumerGroupDescribe's member type (v1)
+MAX_TARGET_WAIT_MS = 2_500  # a heartbeat's longest wait for its epoch's target (module docs)
+TARGET_POLL_S = 0.05  # one read of the target item each time
 UNKNOWN_OPERATIONS = -(2**31)
 
 
 class ConsumerGroupHandlers:
     def __init__(
-        self, *, coordinator: Callable[[], ConsumerCoordinator] = runtime.consumer_groups
+        self,
+        *,
+        coordinator: Callable[[], ConsumerCoordinator] = runtime.consumer_groups,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._coordinator = coordinator
+        self._monotonic = monotonic
+        self._sleep = sleep
 
     def heartbeat(self, request: Request) -> Answer:
         body = request.body
@@ -54,6 +73,8 @@ class ConsumerGroupHandlers:
         coordinator = self._coordinator()
         try:
             outcome = coordinator.heartbeat(str(body.group_id), beat)
+            if _awaits_target(beat, outcome):
+                outcome = self._reconciled(coordinator, beat, outcome)
         except TidelogError as exc:
             return {
                 "throttle_time": 0,
@@ -79,6 +100,35 @@ class ConsumerGroupHandlers:
             else 0,
             "assignment": assignment,
         }
+
+    def _reconciled(
+        self, coordinator: ConsumerCoordinator, beat: Heartbeat, outcome: Outcome
+    ) -> Outcome:
+        """The member reconciled to the target of the epoch its heartbeat moved the group to,
+        once the state machine has written it; the outcome as it was if that takes longer
+        than the wait allows."""
+        name, epoch = outcome.group.name, outcome.group.epoch
+        wait_ms = min(MAX_TARGET_WAIT_MS, coordinator.config_of(name).heartbeat_interval_ms // 2)
+        deadline = self._monotonic() + wait_ms / 1000
+        while self._monotonic() < deadline:
+            self._sleep(TARGET_POLL_S)
+            if coordinator.target_epoch(name) >= epoch:
+                again = coordinator.heartbeat(
+                    name,
+                    Heartbeat(
+                        member_id=outcome.member_id,
+                        epoch=outcome.epoch,
+                        instance_id=beat.instance_id,
+                        owned=beat.owned,
+                        client_id=beat.client_id,
+                        client_host=beat.client_host,
+                    ),
+                )
+                # Its first answer was never sent: an assignment it carried still must be.
+                if again.assignment is None:
+                    again = replace(again, assignment=outcome.assignment)
+                return again
+        return outcome
 
     def describe(self, request: Request) -> Answer:
         coordinator = self._coordinator()
@@ -113,6 +163,14 @@ class ConsumerGroupHandlers:
             ],
             "authorized_operations": UNKNOWN_OPERATIONS,
         }
+
+
+def _awaits_target(beat: Heartbeat, outcome: Outcome) -> bool:
+    """Did this heartbeat move the group to an epoch whose target is not written yet, leaving
+    the member in it waiting for its partitions?"""
+    moved = beat.epoch == JOIN_EPOCH or beat.topics is not None or beat.pattern is not None
+    group = outcome.group
+    return moved and outcome.epoch >= 0 and group.target.epoch < group.epoch
 
 
 def _member(group: ConsumerGroup, member: Member, names: dict[str, str]) -> Answer:

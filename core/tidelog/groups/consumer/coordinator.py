@@ -124,6 +124,12 @@ class ConsumerCoordinator:
         found = list(self._meta.query(shared.group_pk(name)))
         return items.group_from_items(name, found) if items.is_consumer(found) else None
 
+    def target_epoch(self, name: str) -> int:
+        """The epoch of the group's target assignment as stored: one item read, for a member
+        waiting for its target (0: none)."""
+        item = self._meta.get(shared.group_pk(name), items.TARGET_SK)
+        return 0 if item is None else items.target_from_item(item).epoch
+
     def describe(self, name: str) -> ConsumerGroup | None:
         """The group as it is now: members past their session or rebalance timeout left out."""
         group = self.load(validate_group_id(name))
