@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 import time
+from collections.abc import Callable
 from typing import Any
 
 from tests.support.differential import Script
@@ -562,18 +563,25 @@ def consumer_group(s: Script) -> None:
 
 def group_configs(s: Script) -> None:
     """A group's own configs (GROUP resources): described before the group exists, set within
-    and outside the broker's bounds, lived by at a member's heartbeat, reset, and listed."""
+    and outside the broker's bounds, lived by at a member's heartbeat, reset, and listed.
+
+    Kafka applies a change once its controller's record reaches the broker, so a read right
+    after a write may still show the old value there: a describe or listing that expects a
+    change asks again until it shows it (as a client polls), on both brokers alike."""
     group, topic = s.name("cfg-group"), s.name("gct")
     session, heartbeat = "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"
 
-    def describe(step: str, name: str = group) -> None:
+    def describe(step: str, expect: dict[str, str] | None = None, name: str = group) -> None:
         resource = {
             "resource_type": 32,
             "resource_name": name,
             "configuration_keys": [session, heartbeat, "share.auto.offset.reset"],
         }
         body = {"resources": [resource], "include_synonyms": True, "include_documentation": True}
-        s.call(step, DESCRIBE_CONFIGS, 4, body)
+        if expect is None:
+            s.call(step, DESCRIBE_CONFIGS, 4, body)
+            return
+        s.note(step, _settled(lambda: s.conn.call(DESCRIBE_CONFIGS, 4, body), _values, expect))
 
     def alter(step: str, *configs: tuple[str, int, str | None], only: bool = False) -> None:
         resource = {
@@ -583,16 +591,23 @@ def group_configs(s: Script) -> None:
         }
         s.call(step, INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [resource], "validate_only": only})
 
-    def listed(step: str) -> None:
-        answer = s.conn.call(LIST_CONFIG_RESOURCES, 1, {"resource_types": [32]})
-        mine = [r for r in answer["config_resources"] if r["resource_name"] == group]
-        s.note(step, {"error_code": answer["error_code"], "mine": mine})
+    def listed(step: str, expect: bool) -> None:
+        def mine(answer: Any) -> dict[str, str]:
+            found = [r for r in answer["config_resources"] if r["resource_name"] == group]
+            return {"listed": str(bool(found))}
+
+        answer = _settled(
+            lambda: s.conn.call(LIST_CONFIG_RESOURCES, 1, {"resource_types": [32]}),
+            mine,
+            {"listed": str(expect)},
+        )
+        s.note(step, {"error_code": answer["error_code"], **mine(answer)})
 
     describe("describe a group never seen")
-    describe("describe the default group", "")
+    describe("describe the default group", name="")
     alter("set the session", (session, 0, "50000"))
-    describe("describe after setting")
-    listed("list group config resources")
+    describe("describe after setting", {session: "50000"})
+    listed("list group config resources", True)
     alter("set past the maximum", (session, 0, "999999"))
     alter("set below the minimum", (session, 0, "500"))
     alter("set not a number", (session, 0, "soon"))
@@ -605,7 +620,7 @@ def group_configs(s: Script) -> None:
     alter("alter the default group", (session, 0, "20000"))
     alter("validate only", (session, 0, "20000"), only=True)
     alter("set the heartbeat", (heartbeat, 0, "4000"))
-    describe("describe after validating")
+    describe("describe after validating", {session: "50000", heartbeat: "4000"})
     create(s, "create", "gct", 1)
     beat = {
         "group_id": group,
@@ -619,23 +634,41 @@ def group_configs(s: Script) -> None:
     s.note("a member is told the group's interval", joined["heartbeat_interval"])
     s.conn.call(CONSUMER_GROUP_HEARTBEAT, 1, {**beat, "member_epoch": -1})
     s.call("delete the group", DELETE_GROUPS, 2, {"groups_names": [group]})
-    describe("configs outlive the group")
+    describe("configs outlive the group", {session: "50000", heartbeat: "4000"})
     alter("delete the session", (session, 1, None))
-    describe("describe after deleting")
+    describe("describe after deleting", {session: "12000", heartbeat: "4000"})
     replaced = {
         "resource_type": 32,
         "resource_name": group,
         "configs": [{"name": heartbeat, "value": "6000"}],
     }
     s.call("alter configs", 33, 2, {"resources": [replaced], "validate_only": False})
-    describe("describe after altering")
+    describe("describe after altering", {session: "12000", heartbeat: "6000"})
     s.call(
         "alter configs to none",
         33,
         2,
         {"resources": [{**replaced, "configs": []}], "validate_only": False},
     )
-    listed("list once none is set")
+    listed("list once none is set", False)
+
+
+def _values(answer: Any) -> dict[str, str]:
+    """A DescribeConfigs answer's values by config name."""
+    return {str(c["name"]): str(c["value"]) for r in answer["results"] for c in r["configs"]}
+
+
+def _settled(
+    ask: Callable[[], Any], seen: Callable[[Any], dict[str, str]], expect: dict[str, str]
+) -> Any:
+    """``ask``'s answer once ``seen`` in it shows ``expect``, or its last after 10 s."""
+    deadline = time.monotonic() + 10
+    while True:
+        answer = ask()
+        shown = seen(answer)
+        if all(shown.get(k) == v for k, v in expect.items()) or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.1)
 
 
 SEQUENCES = {
