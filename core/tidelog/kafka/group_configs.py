@@ -12,6 +12,7 @@ from typing import Any
 from tidelog import runtime
 from tidelog.errors import InvalidRequestError
 from tidelog.groups import configs as group_configs
+from tidelog.groups.consumer.heartbeat import Config
 from tidelog.groups.model import validate_group_id
 from tidelog.kafka.codec import Answer, items
 from tidelog.log.configs import InvalidConfigError
@@ -19,7 +20,11 @@ from tidelog.log.configs import InvalidConfigError
 GROUP_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 8, 4, 5
 INT = 3  # ConfigType
 SET, DELETE = 0, 1
-KAFKA_DEFAULTS = {group_configs.SESSION: 45_000, group_configs.HEARTBEAT: 5_000}
+_KAFKA = Config()  # Kafka's own defaults
+KAFKA_DEFAULTS = {
+    group_configs.SESSION: _KAFKA.session_timeout_ms,
+    group_configs.HEARTBEAT: _KAFKA.heartbeat_interval_ms,
+}
 
 
 def describe(name: str) -> list[Answer]:

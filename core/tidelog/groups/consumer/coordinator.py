@@ -142,6 +142,7 @@ class ConsumerCoordinator:
             self._change(
                 name,
                 lambda g, topics, now: _outcome(heartbeat(g, request, topics, config, now)),
+                config,
             )
         )
 
@@ -153,6 +154,7 @@ class ConsumerCoordinator:
             self._change(
                 name,
                 lambda g, topics, now: _outcome(classic.join(g, request, topics, config, now)),
+                config,
             )
         )
 
@@ -182,11 +184,15 @@ class ConsumerCoordinator:
         self._change(name, lambda g, _, now: (classic.leave(g, member_id, instance_id), None))
 
     def _change(
-        self, name: str, step: Callable[[ConsumerGroup, Topics, int], tuple[ConsumerGroup, _R]]
+        self,
+        name: str,
+        step: Callable[[ConsumerGroup, Topics, int], tuple[ConsumerGroup, _R]],
+        config: Config | None = None,
     ) -> tuple[ConsumerGroup, _R]:
         """``step`` applied to the group as it is now, and written in one transaction
-        conditional on the group as read (computed again if it moved meanwhile)."""
-        config = self.config_of(validate_group_id(name))
+        conditional on the group as read (computed again if it moved meanwhile); ``config``,
+        the group's, where the caller has it already."""
+        config = config or self.config_of(validate_group_id(name))
         now = self._clock_ms()
         topics = self.topic_map()
         for _ in range(_ATTEMPTS):
