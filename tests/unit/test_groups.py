@@ -13,6 +13,7 @@ from tidelog.assignors import TopicPartition
 from tidelog.errors import InvalidRequestError
 from tidelog.groups import items
 from tidelog.groups.model import (
+    GONE_GRACE_MS,
     FencedInstanceError,
     GroupNotFoundError,
     IllegalGenerationError,
@@ -206,6 +207,63 @@ def test_new_and_growing_topics_rebalance_the_group():
             coord.heartbeat("g", member, generation)
     rebalancer.run()
     assert len(coord.heartbeat("g", member, 3).assignment) == 3
+
+
+def _stable_on(topics_by_count):
+    coord, rebalancer, topics, clock, _ = coordinator()
+    for topic, count in topics_by_count.items():
+        topics.create(topic, count, {})
+    member = join(coord, topics=tuple(topics_by_count), session_timeout_ms=60_000).member_id
+    rebalancer.run()
+    assert coord.heartbeat("g", member, 1).state == State.STABLE
+    return coord, rebalancer, topics, clock, member
+
+
+def test_a_deleted_topic_is_dropped_from_the_assignment_once_it_stayed_gone():
+    coord, rebalancer, topics, clock, member = _stable_on({"t0": 2, "t1": 1})
+    topics.delete("t1")
+    clock.now += SWEEP_MS
+    assert coord.heartbeat("g", member, 1).generation == 1  # gone: the grace starts
+    assert coord.describe("g").gone_since_ms == clock.now
+    clock.now += GONE_GRACE_MS - SWEEP_MS
+    assert coord.heartbeat("g", member, 1).generation == 1
+    clock.now += SWEEP_MS  # gone for the whole grace: the group rebalances without it
+    for generation in (1, 2):
+        with pytest.raises(RebalanceInProgressError):
+            coord.heartbeat("g", member, generation)
+    rebalancer.run()
+    assert coord.heartbeat("g", member, 2).assignment == (tp("t0", 0), tp("t0", 1))
+    assert coord.describe("g").gone_since_ms == 0
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_a_topic_deleted_and_created_again_rebalances_once_in_its_new_shape(count):
+    coord, rebalancer, topics, clock, member = _stable_on({"t0": 2})
+    topics.delete("t0")
+    clock.now += SWEEP_MS
+    assert coord.heartbeat("g", member, 1).generation == 1  # members never join without it
+    topics.create("t0", count, {})
+    clock.now += SWEEP_MS
+    for generation in (1, 2):
+        with pytest.raises(RebalanceInProgressError):
+            coord.heartbeat("g", member, generation)
+    rebalancer.run()
+    assert coord.heartbeat("g", member, 2).assignment == tuple(tp("t0", p) for p in range(count))
+    clock.now += GONE_GRACE_MS  # the grace that began is over with the rebalance
+    assert coord.heartbeat("g", member, 2).generation == 2
+
+
+def test_a_topic_back_in_its_old_shape_ends_the_grace():
+    coord, _, topics, clock, member = _stable_on({"t0": 2})
+    topics.delete("t0")
+    clock.now += SWEEP_MS
+    coord.heartbeat("g", member, 1)
+    topics.create("t0", 2, {})
+    clock.now += SWEEP_MS
+    assert coord.heartbeat("g", member, 1).generation == 1
+    assert coord.describe("g").gone_since_ms == 0
+    clock.now += GONE_GRACE_MS
+    assert coord.heartbeat("g", member, 1).generation == 1
 
 
 def test_cooperative_rebalancing_hands_partitions_over_in_two_generations():

@@ -44,6 +44,7 @@ from tidelog.groups.model import (
     RebalanceInProgressError,
     State,
     UnknownMemberError,
+    checked_topics,
     is_cooperative,
     joining_generation,
     known_member,
@@ -325,15 +326,16 @@ class Coordinator(GroupChanges):
                 # joins (the join barrier counts it).
                 alive = replace(alive, joined_generation=generation)
             members = {**group.members, member_id: alive}
-            assignment = group.current_assignment()
-            if group.state == State.STABLE and assignment is not None and group.leader is None:
+            assigned = group.current_assignment() is not None
+            if group.state == State.STABLE and assigned and group.leader is None:
                 wanted = {
                     t: n for t, n in sizes.items() if any(m.subscribes(t) for m in members.values())
                 }
-                if wanted != dict(assignment.partitions):
-                    # A subscribed topic appeared, grew or went away: the group rebalances.
+                checked = checked_topics(group, wanted, now)
+                if checked is None:
                     changed = rebalanced(group, members, group.protocol, now)
                     return changed, [], changed
+                group = checked
             if stalled(group, now):
                 logger.warning(
                     "group %s: generation %d never got its assignment", name, group.generation

@@ -249,6 +249,7 @@ def _meta_of(group: Group) -> tuple[object, ...]:
         group.assignors,
         group.protocol_type,
         group.leader,
+        group.gone_since_ms,
     )
 
 
@@ -344,6 +345,8 @@ def _meta_writes(name: str, old: Group, new: Group) -> list[Write]:
         item["protocol_type"] = new.protocol_type
     if new.leader is not None:
         item["leader"] = new.leader
+    if new.gone_since_ms:
+        item["gone_since_ms"] = new.gone_since_ms
     writes: list[Write] = [Put(item, meta_condition(old))]
     if not old.exists:
         writes.append(Put({"pk": GROUPS_PK, "sk": name}))
@@ -370,6 +373,7 @@ def group_from_items(name: str, found: Iterable[Mapping[str, object]]) -> Group:
                 assignors=frozenset(strings(item.get("assignors"))),
                 protocol_type=str(item.get("protocol_type", CONSUMER_PROTOCOL_TYPE)),
                 leader=None if item.get("leader") is None else str(item["leader"]),
+                gone_since_ms=int_of(item.get("gone_since_ms", 0)),
             )
         elif sk.startswith(MEMBER_PREFIX):
             member = member_from_item(item)

@@ -225,6 +225,9 @@ class Group:
     client's own use of group membership."""
     leader: str | None = None
     """The member that runs the assignor, where a member does (tidelog.groups.joining)."""
+    gone_since_ms: int = 0
+    """Since when a topic of the assignment has been found gone (0: none is), while the group
+    waits GONE_GRACE_MS before it rebalances without it."""
 
     @property
     def exists(self) -> bool:
@@ -363,7 +366,33 @@ def rebalanced(
         protocol=protocol if members else None,
         members=carried,
         rebalance_ms=now_ms,
+        gone_since_ms=0,
     )
+
+
+GONE_GRACE_MS = 30_000
+"""How long a subscribed topic of the assignment may stay gone before the group rebalances
+without it. A client that leads its group waits as long (librdkafka's
+``topic.metadata.propagation.max.ms``) before it treats a subscribed topic as gone; a group
+rebalanced the moment its topic was deleted has its members join while the topic is missing,
+and a member that then drops the topic from its subscription (librdkafka before 2.1 does) never
+sees it created again."""
+
+
+def checked_topics(group: Group, wanted: Mapping[str, int], now_ms: int) -> Group | None:
+    """A Stable group whose assignor runs here, against the partition counts of the topics its
+    members subscribe to now: None when it must rebalance (a subscribed topic appeared or
+    changed its count, or one has stayed gone GONE_GRACE_MS), else the group, noting since when
+    a topic of its assignment is gone."""
+    assignment = group.current_assignment()
+    assert assignment is not None
+    assigned = dict(assignment.partitions)
+    if wanted == assigned:
+        return replace(group, gone_since_ms=0)
+    if any(assigned.get(topic) != count for topic, count in wanted.items()):
+        return None
+    since = group.gone_since_ms or now_ms
+    return None if now_ms - since >= GONE_GRACE_MS else replace(group, gone_since_ms=since)
 
 
 def gathering(group: Group) -> bool:
