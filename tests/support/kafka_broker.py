@@ -92,7 +92,14 @@ class KafkaBroker:
             f"{JARS}/*",
         ]
         formatted = subprocess.run(
-            [*java, "kafka.tools.StorageTool", "format", "-t", self.cluster_id, "-c", str(config)],
+            [
+                *java,
+                "kafka.tools.StorageTool",
+                "format",
+                f"--cluster-id={self.cluster_id}",
+                "-c",
+                str(config),
+            ],
             capture_output=True,
             text=True,
             timeout=60,
