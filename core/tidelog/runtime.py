@@ -30,12 +30,13 @@ from tidelog.storage import MetadataStore, ObjectStore
 from tidelog.storage.shared import SharedGetsStore
 
 if TYPE_CHECKING:
-    from tidelog.groups.configs import Bounds, GroupConfigs
+    from tidelog.groups.configs import Bounds
     from tidelog.groups.consumer.coordinator import ConsumerCoordinator
     from tidelog.groups.consumer.heartbeat import Config
     from tidelog.groups.coordinator import Coordinator
     from tidelog.log.lifecycle.housekeeping import Housekeeper
     from tidelog.log.read.fetch import LogReader
+    from tidelog.storage.configs import ConfigItems
     from tidelog.storage.faults import FaultPlan
     from tidelog.transactions.coordinator import TransactionCoordinator
 
@@ -331,11 +332,12 @@ def consumer_group_bounds() -> Bounds:
 
 
 @_once
-def group_configs() -> GroupConfigs:
+def group_configs() -> ConfigItems:
     """Every group's own configs (Kafka's GroupConfig)."""
-    from tidelog.groups.configs import GroupConfigs  # noqa: PLC0415 - see above
+    from tidelog.groups.configs import PK  # noqa: PLC0415 - see above
+    from tidelog.storage.configs import ConfigItems  # noqa: PLC0415
 
-    return GroupConfigs(metadata_store(), clock_ms=clock_ms)
+    return ConfigItems(metadata_store(), PK, clock_ms=clock_ms)
 
 
 @_once

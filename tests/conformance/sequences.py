@@ -653,6 +653,78 @@ def group_configs(s: Script) -> None:
     listed("list once none is set", False)
 
 
+def broker_configs(s: Script) -> None:
+    """Dynamic broker configs: one broker's own (set, appended to, deleted, subtracted from,
+    replaced whole), the cluster's default and a topic living by it, and what is refused."""
+    (broker,) = s.conn.call(METADATA, 12, {"topics": [], "allow_auto_topic_creation": False})[
+        "brokers"
+    ]
+    node = str(broker["node_id"])
+    threads, policy, after = (
+        "background.threads",
+        "log.cleanup.policy",
+        "log.message.timestamp.after.max.ms",
+    )
+
+    def own(answer: Any) -> Any:
+        """The answer with this broker's id, which the two clusters number apart, as ``own``."""
+        for result in answer.get("results", answer.get("responses", [])):
+            if result["resource_name"] == node:
+                result["resource_name"] = "own"
+        return answer
+
+    def alter(step: str, name: str, *configs: tuple[str, int, str | None], only: bool = False):
+        resource = {
+            "resource_type": 4,
+            "resource_name": name,
+            "configs": [{"name": n, "config_operation": op, "value": v} for n, op, v in configs],
+        }
+        body = {"resources": [resource], "validate_only": only}
+        s.note(step, own(s.conn.call(INCREMENTAL_ALTER_CONFIGS, 1, body)))
+
+    def describe(step: str, name: str, keys: list[str], expect: dict[str, str]) -> None:
+        resource = {"resource_type": 4, "resource_name": name, "configuration_keys": keys}
+        body = {"resources": [resource], "include_synonyms": True, "include_documentation": False}
+        answer = _settled(lambda: s.conn.call(DESCRIBE_CONFIGS, 4, body), _values, expect)
+        s.note(step, own(answer))
+
+    alter("set and append", node, (threads, 0, "9"), (policy, 2, "compact"))
+    describe("describe set", node, [threads, policy], {threads: "9", policy: "delete,compact"})
+    alter("delete and subtract", node, (threads, 1, None), (policy, 3, "compact"))
+    describe("describe deleted", node, [threads, policy], {threads: "10", policy: "delete"})
+    alter("set not a number", node, (threads, 0, "many"))
+    alter("set below the least", node, (threads, 0, "0"))
+    alter("set a static config", node, ("num.partitions", 0, "3"))
+    alter("append to a number", node, (threads, 2, "1"))
+    alter("validate only", node, (threads, 0, "7"), only=True)
+    alter("set on a broker that is not", "7", (threads, 0, "3"))
+    alter("set on a name that is no id", "x", (threads, 0, "3"))
+    describe("describe validated", node, [threads], {threads: "10"})
+    legacy = {"resource_type": 4, "resource_name": node}
+    kerberos = [{"name": "sasl.kerberos.min.time.before.relogin", "value": "58000"}]
+    body = {"resources": [{**legacy, "configs": kerberos}], "validate_only": False}
+    s.note("replace the set", own(s.conn.call(33, 2, body)))
+    describe(
+        "describe replaced",
+        node,
+        ["sasl.kerberos.min.time.before.relogin", policy],
+        {"sasl.kerberos.min.time.before.relogin": "58000", policy: "delete"},
+    )
+    body = {"resources": [{**legacy, "configs": []}], "validate_only": False}
+    s.note("replace the set with none", own(s.conn.call(33, 2, body)))
+    topic = s.name("bct")
+    create(s, "create", "bct", 1)
+    alter("set the cluster default", "", (after, 0, "7200000"))
+    describe("describe the cluster default", "", [after], {after: "7200000"})
+    resource = {"resource_type": 2, "resource_name": topic, "configuration_keys": [after[4:]]}
+    body = {"resources": [resource], "include_synonyms": False, "include_documentation": False}
+    shown = {after[4:]: "7200000"}
+    s.note("a topic lives by it", _settled(lambda: s.conn.call(32, 4, body), _values, shown))
+    alter("delete the cluster default", "", (after, 1, None))
+    shown = {after[4:]: "3600000"}
+    s.note("a topic is back to Kafka's", _settled(lambda: s.conn.call(32, 4, body), _values, shown))
+
+
 def _values(answer: Any) -> dict[str, str]:
     """A DescribeConfigs answer's values by config name."""
     return {str(c["name"]): str(c["value"]) for r in answer["results"] for c in r["configs"]}
@@ -685,5 +757,6 @@ SEQUENCES = {
         classic_group,
         consumer_group,
         group_configs,
+        broker_configs,
     )
 }

@@ -5,6 +5,7 @@ Kafka cluster of one replica per partition answers it (docs/kafka.md's table).""
 from __future__ import annotations
 
 import socket
+import time
 import uuid
 
 import pytest
@@ -53,8 +54,10 @@ from kafka.protocol.admin import (
 )
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from kafka.structs import OffsetAndMetadata
+from tests.functional.test_fetch_api import fetch, produce
 from tests.functional.test_produce_api import call
 from tests.support.kafka_wire import brokers, exchange, receive_frame
+from tests.support.kio_wire import Connection
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
@@ -192,8 +195,9 @@ def test_kafka_python_reads_each_configs_type_and_the_brokers_configs(dev, admin
     broker_id = str(node)
     broker = ConfigResource(ConfigResourceType.BROKER, broker_id)
     configs = admin.describe_configs([broker], config_filter="all")["broker"][broker_id]
-    for name in ("advertised.listeners", "log.retention.ms", "num.partitions"):
+    for name in ("advertised.listeners", "num.partitions"):
         assert configs[name]["read_only"], name
+    assert not configs["log.retention.ms"]["read_only"]  # a dynamic broker config
     assert configs["auto.create.topics.enable"]["value"] == "true"  # tidelog dev's default
     assert configs["auto.create.topics.enable"]["config_type"] == "BOOLEAN"
     assert configs["default.replication.factor"]["value"] == "1"
@@ -235,9 +239,108 @@ def test_a_bad_config_is_refused_and_changes_nothing(dev, rd_admin, topic):
         rd_admin.alter_configs([resource])[resource].result(30)
     (node,) = brokers(dev.bootstrap)
     broker = RdConfigResource(RdResourceType.BROKER, str(node), set_config={"num.partitions": "3"})
-    with pytest.raises(KafkaException, match="static"):
+    with pytest.raises(KafkaException, match=r"Cannot update these configs dynamically"):
         rd_admin.alter_configs([broker])[broker].result(30)
     assert _configs(dev, topic)["retention.ms"] == "604800000"
+
+
+def _broker_entries(rd_admin, name: str) -> dict[str, ConfigEntry]:
+    resource = RdConfigResource(RdResourceType.BROKER, name)
+    return rd_admin.describe_configs([resource])[resource].result(30)
+
+
+def test_librdkafka_sets_and_deletes_one_agents_dynamic_configs(dev, rd_admin):
+    """librdkafka's own admin test (0081) on a broker resource: set a thread pool's size and
+    append to a list, then delete and subtract, then the legacy AlterConfigs."""
+    (node,) = brokers(dev.bootstrap)
+    name = str(node)
+
+    def alter(*entries):
+        resource = RdConfigResource(RdResourceType.BROKER, name, incremental_configs=entries)
+        rd_admin.incremental_alter_configs([resource])[resource].result(30)
+
+    alter(
+        ConfigEntry("background.threads", "9", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry(
+            "log.cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND
+        ),
+    )
+    try:
+        entries = _broker_entries(rd_admin, name)
+        assert entries["background.threads"].value == "9"
+        assert entries["background.threads"].source == 2  # DYNAMIC_BROKER_CONFIG
+        assert entries["log.cleanup.policy"].value == "delete,compact"
+        alter(
+            ConfigEntry("background.threads", None, incremental_operation=AlterConfigOpType.DELETE),
+            ConfigEntry(
+                "log.cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SUBTRACT
+            ),
+        )
+        entries = _broker_entries(rd_admin, name)
+        assert (entries["background.threads"].value, entries["background.threads"].source) == (
+            "10",
+            5,  # DEFAULT_CONFIG: Kafka's
+        )
+        assert entries["log.cleanup.policy"].value == "delete"
+        legacy = RdConfigResource(
+            RdResourceType.BROKER,
+            name,
+            set_config={"sasl.kerberos.min.time.before.relogin": "58000"},
+        )
+        with pytest.warns(DeprecationWarning, match="alter_configs"):
+            rd_admin.alter_configs([legacy])[legacy].result(30)
+        entries = _broker_entries(rd_admin, name)
+        assert entries["sasl.kerberos.min.time.before.relogin"].value == "58000"
+        assert entries["log.cleanup.policy"].source == 5  # the legacy call replaced the set
+        refused = RdConfigResource(
+            RdResourceType.BROKER,
+            name,
+            incremental_configs=[
+                ConfigEntry("background.threads", "0", incremental_operation=AlterConfigOpType.SET)
+            ],
+        )
+        with pytest.raises(KafkaException, match="Value must be at least 1"):
+            rd_admin.incremental_alter_configs([refused])[refused].result(30)
+    finally:
+        wipe = RdConfigResource(RdResourceType.BROKER, name, set_config={})
+        with pytest.warns(DeprecationWarning, match="alter_configs"):
+            rd_admin.alter_configs([wipe])[wipe].result(30)
+
+
+def test_the_clusters_dynamic_default_is_every_topics_default(dev, topic):
+    """log.message.timestamp.type set on the cluster's default (broker resource "") is the
+    topic's timestamp type from then on: described as DYNAMIC_DEFAULT_BROKER_CONFIG and lived
+    by on produce, until it is deleted."""
+    wire = Connection(dev.bootstrap)
+
+    def alter_default(op, value):
+        config = {"name": "log.message.timestamp.type", "config_operation": op, "value": value}
+        resource = {"resource_type": 4, "resource_name": "", "configs": [config]}
+        answer = wire.call(44, 1, {"resources": [resource], "validate_only": False})
+        assert answer["responses"][0]["error_code"] == "NONE", answer
+
+    def described(kind, name):
+        resource = {"resource_type": kind, "resource_name": name, "configuration_keys": None}
+        body = {"resources": [resource], "include_synonyms": True}
+        (result,) = wire.call(32, 4, body)["results"]
+        return {c["name"]: (c["value"], c["config_source"]) for c in result["configs"]}
+
+    alter_default(0, "LogAppendTime")  # SET
+    try:
+        assert described(4, "") == {"log.message.timestamp.type": ("LogAppendTime", 3)}
+        assert described(2, topic)["message.timestamp.type"] == ("LogAppendTime", 3)
+        old = 1_000_000_000_000  # 2001: CreateTime would keep it; LogAppendTime replaces it
+        deadline = time.monotonic() + 10
+        while True:  # a produce path reads the cluster's defaults a second or two late
+            (offset,) = produce(dev, topic, ["v"], partition=1, timestamp=old)
+            if fetch(dev, topic, offset, partition=1)[1]["records"][0]["timestamp"] != old:
+                break
+            assert time.monotonic() < deadline, "the cluster's default never reached produce"
+            time.sleep(0.5)
+    finally:
+        alter_default(1, None)  # DELETE
+    assert described(4, "") == {}
+    assert described(2, topic)["message.timestamp.type"] == ("CreateTime", 5)
 
 
 def _configs(dev, name: str) -> dict[str, str]:

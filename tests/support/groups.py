@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from tests.support.log import Clock
 
-from tidelog.groups.configs import GroupConfigs
+from tidelog.groups.configs import PK as GROUP_CONFIGS_PK
 from tidelog.groups.consumer.coordinator import ConsumerCoordinator
 from tidelog.groups.consumer.heartbeat import Config
 from tidelog.groups.coordinator import Coordinator
@@ -15,6 +15,7 @@ from tidelog.groups.model import Limits
 from tidelog.log.read.fetch import LogReader
 from tidelog.log.topics import Topics
 from tidelog.storage import MetadataStore
+from tidelog.storage.configs import ConfigItems
 from tidelog.storage.memory import MemoryMetadataStore, MemoryObjectStore
 
 
@@ -86,7 +87,9 @@ def consumer_stack(config: Config, recorder: Recorder | None = None, group_confi
         recorder,
         clock_ms=clock,
         config=config,
-        group_configs=GroupConfigs(meta, clock_ms=clock) if group_configs else None,
+        group_configs=ConfigItems(meta, GROUP_CONFIGS_PK, clock_ms=clock)
+        if group_configs
+        else None,
     )
     topics.create("t", 4, {})
     return consumer, classic, recorder, topics, clock

@@ -32,7 +32,7 @@ def run(start, end, *, appended=None, segment=False, max_timestamp=T0, horizon=N
 
 
 def effective(**overrides):
-    return configs.effective({k.replace("_", "."): str(v) for k, v in overrides.items()})
+    return configs.effective({k.replace("_", "."): str(v) for k, v in overrides.items()}, {})
 
 
 # ------------------------------------------------------------------ next_due_ms (pure)

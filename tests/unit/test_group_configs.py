@@ -12,15 +12,14 @@ from tidelog.groups.configs import (
     HEARTBEAT,
     PK,
     SESSION,
-    TTL_MS,
     Bounds,
-    GroupConfigs,
     applied,
     check_name,
     validated,
 )
 from tidelog.groups.consumer.heartbeat import Config, Heartbeat
 from tidelog.log.configs import InvalidConfigError
+from tidelog.storage.configs import TTL_MS, ConfigItems
 from tidelog.storage.memory import MemoryMetadataStore
 
 BROKER = Config(session_timeout_ms=45_000, heartbeat_interval_ms=5_000)
@@ -95,30 +94,30 @@ class Clock:
 
 def test_configs_are_kept_apart_from_the_group_and_an_empty_set_leaves_no_item():
     meta, clock = MemoryMetadataStore(), Clock()
-    store = GroupConfigs(meta, clock_ms=clock)
+    store = ConfigItems(meta, PK, clock_ms=clock)
     assert store.get("g") == {}
     store.alter("g", lambda c: c | {SESSION: "50000"})
     store.alter("h", lambda c: c | {HEARTBEAT: "6000"})
     assert store.get("g") == {SESSION: "50000"}
-    assert sorted(store.groups()) == ["g", "h"]
+    assert sorted(store.names()) == ["g", "h"]
     store.alter("g", lambda c: {})
     assert store.get("g") == {}
     assert meta.get(PK, "g") is None
-    assert store.groups() == ["h"]
+    assert store.names() == ["h"]
 
 
 def test_a_change_made_meanwhile_is_read_again_and_kept():
     """Two alters at once: the one that lost the compare-and-set computes again from what the
     other wrote, so neither change is lost."""
     meta, clock = MemoryMetadataStore(), Clock()
-    store = GroupConfigs(meta, clock_ms=clock)
+    store = ConfigItems(meta, PK, clock_ms=clock)
     store.alter("g", lambda c: c | {SESSION: "50000"})
     calls = []
 
     def change(current):
         calls.append(dict(current))
         if len(calls) == 1:  # another writer gets in between this read and this write
-            GroupConfigs(meta, clock_ms=clock).alter("g", lambda c: c | {HEARTBEAT: "6000"})
+            ConfigItems(meta, PK, clock_ms=clock).alter("g", lambda c: c | {HEARTBEAT: "6000"})
         return current | {SESSION: "55000"}
 
     assert store.alter("g", change) == {SESSION: "55000", HEARTBEAT: "6000"}
@@ -128,7 +127,7 @@ def test_a_change_made_meanwhile_is_read_again_and_kept():
 
 def test_reads_are_cached_for_a_second_and_a_write_is_seen_at_once_by_its_writer():
     meta, clock = MemoryMetadataStore(), Clock()
-    mine, other = GroupConfigs(meta, clock_ms=clock), GroupConfigs(meta, clock_ms=clock)
+    mine, other = ConfigItems(meta, PK, clock_ms=clock), ConfigItems(meta, PK, clock_ms=clock)
     assert mine.cached("g") == {}
     other.alter("g", lambda c: c | {SESSION: "50000"})
     assert mine.cached("g") == {}  # another process's change: within the TTL

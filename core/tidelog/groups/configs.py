@@ -4,7 +4,8 @@ interval of its consumer-protocol members, set over IncrementalAlterConfigs on a
 Kept apart from the group, as Kafka keeps them: they may be set before the group exists, and
 deleting the group leaves them. Each is checked against the broker's bounds
 (``group.consumer.min/max.*``) when it is set, and a group's session must stay longer than its
-heartbeat interval. A change reaches the group's next heartbeat within ``TTL_MS``.
+heartbeat interval. A change reaches the group's next heartbeat within a second
+(tidelog.storage.configs).
 
 Items (one table)::
 
@@ -13,20 +14,15 @@ Items (one table)::
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from tidelog.errors import RetriableError
 from tidelog.groups.consumer.heartbeat import Config
 from tidelog.log.configs import InvalidConfigError
-from tidelog.storage import Compare, ConditionFailedError, Delete, ItemAbsent, MetadataStore, Put
 
 PK = "groupconfigs"
 SESSION = "consumer.session.timeout.ms"
 HEARTBEAT = "consumer.heartbeat.interval.ms"
-TTL_MS = 1_000
-_ATTEMPTS = 10
 
 # Kafka's other group configs, refused by name with the reason rather than as unknown.
 UNSERVED = {
@@ -135,71 +131,3 @@ def applied(configs: Mapping[str, str], base: Config) -> Config:
         session_timeout_ms=int(configs.get(SESSION, base.session_timeout_ms)),
         heartbeat_interval_ms=int(configs.get(HEARTBEAT, base.heartbeat_interval_ms)),
     )
-
-
-class GroupConfigs:
-    """Every group's own configs in the metadata store, read through a short cache: every
-    heartbeat of a group looks, as Kafka's coordinator reads its metadata image."""
-
-    def __init__(
-        self, meta: MetadataStore, *, clock_ms: Callable[[], int], ttl_ms: int = TTL_MS
-    ) -> None:
-        self._meta = meta
-        self._clock_ms = clock_ms
-        self._ttl_ms = ttl_ms
-        self._lock = threading.Lock()
-        self._cached: dict[str, tuple[int, dict[str, str]]] = {}
-
-    def get(self, group: str) -> dict[str, str]:
-        return self._read(group)[0]
-
-    def cached(self, group: str) -> dict[str, str]:
-        with self._lock:
-            hit = self._cached.get(group)
-        if hit is not None and self._clock_ms() - hit[0] < self._ttl_ms:
-            return dict(hit[1])
-        return self.get(group)
-
-    def alter(
-        self, group: str, change: Callable[[dict[str, str]], dict[str, str]]
-    ) -> dict[str, str]:
-        """The group's configs become ``change`` of them, written on condition that nobody
-        changed them meanwhile (computed again if somebody did); none left: the item goes."""
-        for _ in range(_ATTEMPTS):
-            configs, version = self._read(group)
-            new = change(dict(configs))
-            if new == configs:
-                return new
-            guard = ItemAbsent() if version == 0 else Compare("version", "=", version)
-            write = (
-                Put({"pk": PK, "sk": group, "configs": new, "version": version + 1}, guard)
-                if new
-                else Delete(PK, group, guard)
-            )
-            try:
-                self._meta.write(write)
-            except ConditionFailedError:
-                continue
-            with self._lock:
-                self._cached.pop(group, None)
-            return new
-        raise RetriableError(f"group {group}'s configs kept changing; try again")
-
-    def groups(self) -> list[str]:
-        """The groups with configs of their own."""
-        return [str(item["sk"]) for item in self._meta.query(PK)]
-
-    def _read(self, group: str) -> tuple[dict[str, str], int]:
-        item = self._meta.get(PK, group)
-        if item is None:
-            configs, version = {}, 0
-        else:
-            stored = item["configs"]
-            assert isinstance(stored, Mapping)
-            configs = {str(k): str(v) for k, v in stored.items()}
-            version = int(str(item["version"]))
-        with self._lock:
-            if len(self._cached) > 10_000:  # a bound on groups gone quiet, not an eviction policy
-                self._cached.clear()
-            self._cached[group] = (self._clock_ms(), configs)
-        return dict(configs), version

@@ -1,22 +1,21 @@
 """Kafka's config APIs: DescribeConfigs, AlterConfigs and IncrementalAlterConfigs, over
 tidelog's topic configs (tidelog.log.configs), groups' own configs
-(tidelog.kafka.group_configs) and the broker configs an agent reports.
+(tidelog.kafka.group_configs) and the brokers' (tidelog.kafka.broker_configs).
 
 Described as Kafka describes them: each config's type, documentation and synonyms (the topic's
-own value, then the broker default it falls back to), read-only and sensitive flags. Broker
-configs are static (read-only): the cluster's settings come from its deployment
-(tidelog.settings), so they are changed there, not over the Kafka port.
+own value, then the cluster's dynamic default and Kafka's default it falls back to), read-only
+and sensitive flags.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tidelog import runtime
 from tidelog.errors import InvalidRequestError, TidelogError
-from tidelog.kafka import group_configs
+from tidelog.kafka import broker_configs, group_configs
 from tidelog.kafka.codec import NONE, Answer, Request, code, field, items
 from tidelog.kafka.node import Node
 from tidelog.log import configs as topic_configs
@@ -25,7 +24,7 @@ from tidelog.log.topics import Topic
 TOPIC_RESOURCE, BROKER_RESOURCE, GROUP_RESOURCE = 2, 4, 32
 CLIENT_METRICS_RESOURCE, BROKER_LOGGER_RESOURCE = 16, 8
 # ConfigSource
-TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+TOPIC_CONFIG, DYNAMIC_DEFAULT, DEFAULT_CONFIG = 1, 3, 5
 # ConfigType (DescribeConfigs v3+)
 TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "LIST": 7}
 # IncrementalAlterConfigs' operations
@@ -58,22 +57,6 @@ IGNORED_TOPIC_CONFIGS = frozenset(
     }
 )
 
-# The broker configs whose defaults the topic configs take, by Kafka's broker names.
-BROKER_NAMES = {
-    "cleanup.policy": "log.cleanup.policy",
-    "compression.type": "compression.type",
-    "delete.retention.ms": "log.cleaner.delete.retention.ms",
-    "max.message.bytes": "message.max.bytes",
-    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
-    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
-    "message.timestamp.type": "log.message.timestamp.type",
-    "retention.bytes": "log.retention.bytes",
-    "retention.ms": "log.retention.ms",
-    "segment.bytes": "log.segment.bytes",
-    "segment.ms": "log.roll.ms",
-}
-
-
 # DescribeConfigs ----------------------------------------------------------------------------
 
 
@@ -90,7 +73,7 @@ def describe_configs(request: Request, me: Node, live: Callable[[], tuple[Node, 
                 topic = runtime.topics().get(name)
                 configs = [topic_config(topic, c) for c in sorted(topic_configs.CONFIGS)]
             elif kind == BROKER_RESOURCE:
-                configs = broker_configs(_broker(name, me, live))
+                configs = broker_configs.describe(name, me, live)
             elif kind == GROUP_RESOURCE:
                 configs = group_configs.describe(name)
             else:
@@ -109,12 +92,11 @@ def describe_configs(request: Request, me: Node, live: Callable[[], tuple[Node, 
 
 def topic_config(topic: Topic, name: str) -> Answer:
     definition = topic_configs.CONFIGS[name]
-    broker_default = {
-        "name": BROKER_NAMES[name],
-        "value": definition.default,
-        "source": DEFAULT_CONFIG,
-    }
-    synonyms = [broker_default]
+    broker_name = topic_configs.BROKER_NAMES[name]
+    synonyms = [{"name": broker_name, "value": definition.default, "source": DEFAULT_CONFIG}]
+    if name in topic.cluster_defaults:
+        cluster = topic.cluster_defaults[name]
+        synonyms.insert(0, {"name": broker_name, "value": cluster, "source": DYNAMIC_DEFAULT})
     if name in topic.configs:
         synonyms.insert(0, {"name": name, "value": topic.configs[name], "source": TOPIC_CONFIG})
     return {
@@ -127,101 +109,6 @@ def topic_config(topic: Topic, name: str) -> Answer:
         "config_type": TYPES[definition.kind],
         "documentation": definition.doc,
     }
-
-
-def broker_configs(node: Node) -> list[Answer]:
-    """What this agent would say in server.properties, every one static."""
-    settings = runtime.settings()
-    listener = ",".join(
-        f"{name}://{node.host}:{port}"
-        for name, port in node.listeners or (("PLAINTEXT", node.port),)
-    )
-    entries = [
-        _static(BROKER_NAMES[c.name], c.default, c.kind, c.doc)
-        for c in topic_configs.CONFIGS.values()
-    ]
-    entries += [
-        _static(
-            "advertised.listeners", listener, "LIST", "where clients reach this agent (Metadata)"
-        ),
-        _static(
-            "auto.create.topics.enable",
-            str(settings.auto_create_topics).lower(),
-            "BOOLEAN",
-            "Metadata and HTTP produce create unknown topics (TIDELOG_AUTO_CREATE_TOPICS)",
-        ),
-        _static("broker.id", str(node.node_id), "INT", "this agent's node id, from the registry"),
-        _static(
-            "default.replication.factor",
-            "1",
-            "INT",
-            "one copy as Kafka counts them: S3 keeps the data's redundancy",
-        ),
-        _static("delete.topic.enable", "true", "BOOLEAN", "DeleteTopics deletes topics"),
-        _static(
-            "group.initial.rebalance.delay.ms",
-            str(settings.initial_rebalance_delay_ms),
-            "INT",
-            "how long a new group waits for more members before its first assignment",
-        ),
-        _static(
-            "group.max.session.timeout.ms",
-            str(settings.max_session_timeout_ms),
-            "INT",
-            "the longest session timeout a member may ask for",
-        ),
-        _static(
-            "group.min.session.timeout.ms",
-            str(settings.min_session_timeout_ms),
-            "INT",
-            "the shortest session timeout a member may ask for",
-        ),
-        _static("listeners", listener, "LIST", "where this agent listens"),
-        _static("log.dirs", log_dir(), "STRING", "the one log directory: the cluster's bucket"),
-        _static("min.insync.replicas", "1", "INT", "acknowledged writes are in S3 and DynamoDB"),
-        _static(
-            "num.partitions",
-            str(settings.num_partitions),
-            "INT",
-            "partitions of a topic created without a count (TIDELOG_NUM_PARTITIONS)",
-        ),
-        _static(
-            "offsets.topic.replication.factor",
-            "1",
-            "SHORT",
-            "group offsets live in DynamoDB, not in a topic",
-        ),
-    ]
-    return sorted(entries, key=lambda e: str(e["name"]))
-
-
-def log_dir() -> str:
-    """The one log directory of every agent: where the cluster's objects are."""
-    return f"s3://{runtime.settings().bucket}"
-
-
-def _static(name: str, value: str, kind: str, doc: str) -> Answer:
-    return {
-        "name": name,
-        "value": value,
-        "read_only": True,
-        "config_source": STATIC_BROKER_CONFIG,
-        "is_sensitive": False,
-        "synonyms": [{"name": name, "value": value, "source": STATIC_BROKER_CONFIG}],
-        "config_type": TYPES[kind],
-        "documentation": doc,
-    }
-
-
-def _broker(name: str, me: Node, live: Callable[[], tuple[Node, ...]]) -> Node:
-    """The agent a broker resource names: this one ("" is the cluster's default), or another
-    live agent, which reports the same configs but its own listener."""
-    if name in ("", str(me.node_id)):
-        return me
-    for node in live():
-        if str(node.node_id) == name:
-            return node
-    raise InvalidRequestError(f"broker {name!r} is not a live agent of this cluster")
 
 
 def _unsupported_resource(kind: int, name: str, me: Node) -> TidelogError:
@@ -243,8 +130,8 @@ def _result(kind: int, name: str, error: TidelogError | None) -> Answer:
 # AlterConfigs and IncrementalAlterConfigs ---------------------------------------------------
 
 
-def alter_configs(request: Request, me: Node) -> Answer:
-    """The legacy AlterConfigs: a topic's configs become exactly those given."""
+def alter_configs(request: Request, me: Node, live: Callable[[], tuple[Node, ...]]) -> Answer:
+    """The legacy AlterConfigs: a resource's configs become exactly those given."""
     body = request.body
 
     def apply(name: str, resource: Any, validate_only: bool) -> None:
@@ -257,10 +144,20 @@ def alter_configs(request: Request, me: Node) -> Answer:
             raise InvalidRequestError("AlterConfigs: a config needs a value (null given)")
         runtime.topics().replace_configs(name, wanted, validate_only=validate_only)
 
-    return _alter(body, me, apply, group_configs.replace_all)
+    return _alter(
+        body,
+        me,
+        {
+            TOPIC_RESOURCE: apply,
+            GROUP_RESOURCE: group_configs.replace_all,
+            BROKER_RESOURCE: lambda n, r, v: broker_configs.replace_all(n, r, v, me, live),
+        },
+    )
 
 
-def incremental_alter_configs(request: Request, me: Node) -> Answer:
+def incremental_alter_configs(
+    request: Request, me: Node, live: Callable[[], tuple[Node, ...]]
+) -> Answer:
     """KIP-339: set, delete (back to the default), append to or subtract from a list."""
     body = request.body
 
@@ -278,7 +175,15 @@ def incremental_alter_configs(request: Request, me: Node) -> Answer:
         runtime.topics().alter_configs(topic, changes, validate_only=validate_only)
         runtime.topic_cache().forget(name)
 
-    return _alter(body, me, apply, group_configs.alter_incrementally)
+    return _alter(
+        body,
+        me,
+        {
+            TOPIC_RESOURCE: apply,
+            GROUP_RESOURCE: group_configs.alter_incrementally,
+            BROKER_RESOURCE: lambda n, r, v: broker_configs.alter_incrementally(n, r, v, me, live),
+        },
+    )
 
 
 def _operated(topic: Topic, key: str, op: int, value: str | None) -> str | None:
@@ -308,8 +213,7 @@ def _operated(topic: Topic, key: str, op: int, value: str | None) -> str | None:
 def _alter(
     body: Any,
     me: Node,
-    apply: Callable[[str, Any, bool], None],
-    apply_to_group: Callable[[str, Any, bool], None],
+    appliers: Mapping[int, Callable[[str, Any, bool], None]],
 ) -> Answer:
     validate_only = bool(body.validate_only)
     resources = list(items(body.resources))
@@ -320,17 +224,10 @@ def _alter(
         try:
             if repeated[(kind, name)] > 1:
                 raise InvalidRequestError(f"resource {name!r} of type {kind} is named twice")
-            if kind == BROKER_RESOURCE:
-                raise InvalidRequestError(
-                    "broker configs are static here: set them where the cluster is deployed "
-                    "(docs/kafka.md)"
-                )
-            if kind == GROUP_RESOURCE:
-                apply_to_group(name, resource, validate_only)
-            elif kind == TOPIC_RESOURCE:
-                apply(name, resource, validate_only)
-            else:
+            apply = appliers.get(kind)
+            if apply is None:
                 raise _unsupported_resource(kind, name, me)
+            apply(name, resource, validate_only)
             responses.append(_result(kind, name, None))
         except TidelogError as exc:
             responses.append(_result(kind, name, exc))

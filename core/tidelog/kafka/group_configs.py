@@ -127,4 +127,4 @@ def _alter(
 
 def listed() -> list[Answer]:
     """ListConfigResources: the groups with configs of their own, as Kafka lists them."""
-    return [{"resource_name": g, "resource_type": 32} for g in runtime.group_configs().groups()]
+    return [{"resource_name": g, "resource_type": 32} for g in runtime.group_configs().names()]

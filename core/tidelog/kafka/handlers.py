@@ -93,10 +93,10 @@ class Handlers:
             ApiKey.DESCRIBE_CONFIGS: lambda r: configs.describe_configs(
                 r, brokers.me, brokers.live
             ),
-            ApiKey.ALTER_CONFIGS: lambda r: configs.alter_configs(r, brokers.me),
+            ApiKey.ALTER_CONFIGS: lambda r: configs.alter_configs(r, brokers.me, brokers.live),
             ApiKey.LIST_CONFIG_RESOURCES: lambda r: configs.list_config_resources(r, brokers.live),
             ApiKey.INCREMENTAL_ALTER_CONFIGS: lambda r: configs.incremental_alter_configs(
-                r, brokers.me
+                r, brokers.me, brokers.live
             ),
             ApiKey.DESCRIBE_LOG_DIRS: replicas.describe_log_dirs,
             ApiKey.ALTER_REPLICA_LOG_DIRS: replicas.alter_replica_log_dirs,

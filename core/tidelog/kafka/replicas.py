@@ -1,7 +1,7 @@
 """The replica and log-directory APIs, answered as a Kafka cluster of one replica per partition
 answers them. tidelog keeps no replicas: S3 holds each partition's data redundantly, and any
 agent serves any partition. So there is never a leader to elect or a replica to move, and every
-agent has one log directory, the cluster's bucket (tidelog.kafka.configs.log_dir).
+agent has one log directory, the cluster's bucket (tidelog.kafka.broker_configs.log_dir).
 
 Tools call these while surveying a cluster (kafka-reassign-partitions, kafka-leader-election,
 UIs), so each is answered, never refused at the version level.
@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 from tidelog import runtime
 from tidelog.errors import TidelogError
+from tidelog.kafka.broker_configs import log_dir
 from tidelog.kafka.codec import NONE, Answer, Request, code, items
-from tidelog.kafka.configs import log_dir
 from tidelog.kafka.node import Node
 from tidelog.log.head import sizes
 from tidelog.log.topics import Topic

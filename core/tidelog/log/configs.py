@@ -1,4 +1,13 @@
-"""Topic configs with Kafka's names, types, defaults and bounds (a subset of LogConfig)."""
+"""Topic configs with Kafka's names, types, defaults and bounds (a subset of LogConfig), and
+the broker configs that give them their defaults.
+
+A topic's config is its own value, else the cluster's dynamic default (Kafka's
+``DYNAMIC_DEFAULT_BROKER_CONFIG``, set on the broker resource ``""``), else Kafka's default.
+The brokers' dynamic configs are kept as named config items (tidelog.storage.configs)::
+
+    ("brokerconfigs", "default")    the cluster's defaults, by Kafka's broker names
+    ("brokerconfigs", <node id>)    one agent's own
+"""
 
 from __future__ import annotations
 
@@ -117,6 +126,30 @@ CONFIGS: Mapping[str, ConfigDef] = {
 }
 
 
+# The broker config whose value is each topic config's default, by Kafka's broker names.
+BROKER_NAMES = {
+    "cleanup.policy": "log.cleanup.policy",
+    "compression.type": "compression.type",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
+    "max.message.bytes": "message.max.bytes",
+    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
+    "message.timestamp.type": "log.message.timestamp.type",
+    "retention.bytes": "log.retention.bytes",
+    "retention.ms": "log.retention.ms",
+    "segment.bytes": "log.segment.bytes",
+    "segment.ms": "log.roll.ms",
+}
+TOPIC_NAMES = {broker: topic for topic, broker in BROKER_NAMES.items()}
+BROKER_CONFIGS_PK = "brokerconfigs"
+CLUSTER_DEFAULT = "default"
+
+
+def cluster_defaults(broker_configs: Mapping[str, str]) -> dict[str, str]:
+    """The topic configs' defaults among the cluster's dynamic broker configs, by topic name."""
+    return {TOPIC_NAMES[k]: v for k, v in broker_configs.items() if k in TOPIC_NAMES}
+
+
 def defaults() -> dict[str, str]:
     return {name: c.default for name, c in CONFIGS.items()}
 
@@ -137,5 +170,5 @@ def validate_configs(configs: Mapping[str, object]) -> dict[str, str]:
     return out
 
 
-def effective(configs: Mapping[str, str]) -> dict[str, str]:
-    return {**defaults(), **configs}
+def effective(configs: Mapping[str, str], cluster: Mapping[str, str]) -> dict[str, str]:
+    return {**defaults(), **cluster, **configs}

@@ -26,6 +26,7 @@ from tidelog.storage import (
     Put,
     all_of,
 )
+from tidelog.storage.configs import ConfigItems
 from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
 
 LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
@@ -90,13 +91,20 @@ class Topic:
     configs: Mapping[str, str] = field(default_factory=dict)
     created_ms: int = 0
     version: int = 0  # bumped by every change: the compare-and-set that orders them
+    cluster_defaults: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    """The cluster's dynamic defaults as the topic was read (tidelog.log.configs): never
+    stored with the topic, and overridden by its own values."""
 
     @property
     def effective_configs(self) -> dict[str, str]:
-        return topic_configs.effective(self.configs)
+        return topic_configs.effective(self.configs, self.cluster_defaults)
 
     def config(self, name: str) -> str:
-        return self.configs.get(name) or topic_configs.CONFIGS[name].default
+        return (
+            self.configs.get(name)
+            or self.cluster_defaults.get(name)
+            or topic_configs.CONFIGS[name].default
+        )
 
     def check_partition(self, partition: int) -> None:
         if not 0 <= partition < self.partitions:
@@ -135,6 +143,16 @@ class Topics:
     def __init__(self, meta: MetadataStore, clock_ms: Callable[[], int]) -> None:
         self._meta = meta
         self._clock_ms = clock_ms
+        self.broker_configs = ConfigItems(meta, topic_configs.BROKER_CONFIGS_PK, clock_ms=clock_ms)
+
+    def cluster_defaults(self) -> dict[str, str]:
+        """The topic configs' cluster-wide dynamic defaults, a second old at most."""
+        return topic_configs.cluster_defaults(
+            self.broker_configs.cached(topic_configs.CLUSTER_DEFAULT)
+        )
+
+    def _read(self, item: Mapping[str, object]) -> Topic:
+        return replace(Topic.from_item(item), cluster_defaults=self.cluster_defaults())
 
     def create(self, name: object, partitions: object, configs: Mapping[str, object]) -> Topic:
         topic = Topic(
@@ -143,6 +161,7 @@ class Topics:
             partitions=validate_partitions(partitions),
             configs=topic_configs.validate_configs(configs),
             created_ms=self._clock_ms(),
+            cluster_defaults=self.cluster_defaults(),
         )
         try:
             self._meta.transact([Put(topic.to_item(), ItemAbsent()), Put(_id_item(topic))])
@@ -162,7 +181,7 @@ class Topics:
         item = self._meta.get(TOPICS_PK, validate_name(name))
         if item is None:
             raise UnknownTopicError(f"This server does not host this topic: {name}")
-        return Topic.from_item(item)
+        return self._read(item)
 
     def name_of(self, topic_id: str) -> str | None:
         """The name of the topic with this id, if there is one (its id item's)."""
@@ -170,7 +189,11 @@ class Topics:
         return None if item is None else str(item["name"])
 
     def list(self) -> Iterator[Topic]:
-        return (Topic.from_item(item) for item in self._meta.query(TOPICS_PK))
+        defaults = self.cluster_defaults()
+        return (
+            replace(Topic.from_item(item), cluster_defaults=defaults)
+            for item in self._meta.query(TOPICS_PK)
+        )
 
     def delete_id(self, topic_id: str) -> Topic:
         """Delete the topic with this id (Kafka's DeleteTopics v6 by id)."""
@@ -232,6 +255,14 @@ class Topics:
         if altered.effective_configs != topic.effective_configs:
             self._mark_due(altered)  # retention or cleanup may now be due at another time
         return altered
+
+    def cluster_defaults_changed(self, before: Mapping[str, str]) -> None:
+        """The cluster's defaults were ``before`` (tidelog.log.configs.cluster_defaults): the
+        partitions of every topic that now lives by other values are visited again, as a
+        topic's own alter has them visited."""
+        for topic in self.list():
+            if topic.effective_configs != replace(topic, cluster_defaults=before).effective_configs:
+                self._mark_due(topic)
 
     def _mark_due(self, topic: Topic) -> None:
         now = self._clock_ms()

@@ -22,7 +22,7 @@ from typing import TypeVar
 from tidelog.assignors import TopicPartition
 from tidelog.errors import RetriableError
 from tidelog.groups import items as shared
-from tidelog.groups.configs import GroupConfigs, applied
+from tidelog.groups.configs import applied
 from tidelog.groups.consumer import classic, items
 from tidelog.groups.consumer.heartbeat import (
     Config,
@@ -39,6 +39,7 @@ from tidelog.groups.model import GroupNotFoundError, validate_group_id
 from tidelog.groups.rebalancer import CONSUMER, Rebalancer
 from tidelog.log.topics import Topics as TopicStore
 from tidelog.storage import ConditionFailedError, Delete, MetadataStore, Put, Write
+from tidelog.storage.configs import ConfigItems
 from tidelog.storage.metadata import MAX_TRANSACTION_WRITES
 
 logger = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ class ConsumerCoordinator:
         *,
         clock_ms: Callable[[], int],
         config: Config | None = None,
-        group_configs: GroupConfigs | None = None,
+        group_configs: ConfigItems | None = None,
         new_incarnation: Callable[[], str] = lambda: uuid.uuid4().hex[:8],
     ) -> None:
         self._meta = meta
