@@ -137,9 +137,27 @@ def test_the_timeout_sweep_writes_markers_and_deletes_no_object(resources):
         "s3:PutObject",
         {"Fn::Sub": "${DataBucket.Arn}/data/flush/*"},
     )
-    (ddb,) = [s for s in statements if s is not s3]
+    (ddb,) = [s for s in statements if s is not s3 and s["Sid"] != "ReadBrokerConfigs"]
     keys = ddb["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
     assert set(keys) == {"txn#*", "offsets#*", "topics", "log#*", "orphans", "due#*"}
+
+
+def test_functions_read_the_brokers_configs_and_write_none(resources):
+    """Every function reads topics, and a topic's defaults with them; only the agents, which
+    serve Kafka's config APIs, may change a broker config."""
+    for name in resources("AWS::IAM::Role"):
+        statements = _statements(resources, name)
+        reading = [s for s in statements if "brokerconfigs" in json.dumps(s.get("Condition", {}))]
+        topics = any('"topics"' in json.dumps(s.get("Condition", {})) for s in statements)
+        if not topics:
+            assert not reading, name
+            continue
+        (statement,) = reading
+        assert statement["Sid"] == "ReadBrokerConfigs", name
+        assert statement["Action"] == "dynamodb:GetItem", name
+        assert statement["Condition"] == {
+            "ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["brokerconfigs"]}
+        }, name
 
 
 def test_produce_writes_flush_objects_only(resources):
@@ -148,7 +166,12 @@ def test_produce_writes_flush_objects_only(resources):
     assert s3["Action"] == "s3:PutObject"
     assert s3["Resource"] == {"Fn::Sub": "${DataBucket.Arn}/data/flush/*"}
     by_sid = {s["Sid"]: s for s in statements if s is not s3}
-    assert set(by_sid) == {"CommitOffsets", "CoordinateTransactions", "ReadGroupsForFencing"}
+    assert set(by_sid) == {
+        "CommitOffsets",
+        "CoordinateTransactions",
+        "ReadGroupsForFencing",
+        "ReadBrokerConfigs",
+    }
 
     def keys(sid):
         return by_sid[sid]["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
