@@ -348,21 +348,24 @@ def _alter(
             if op in (APPEND, SUBTRACT):
                 below = cluster if key != CLUSTER_DEFAULT else {}
                 was = new.get(config) or below.get(config) or DYNAMIC[config].default
-                given = _listed(was, value, op)
+                given = listed(was, value, append=op == APPEND)
             new[config] = DYNAMIC.get(config, _CUSTOM).check(config, given)
         return new
 
     if validate_only:
         change(store.get(key))
         return
-    store.alter(key, change)
-    if key == CLUSTER_DEFAULT:
-        runtime.topics().cluster_defaults_changed(topic_configs.cluster_defaults(cluster))
+    after = store.alter(key, change)
+    before = topic_configs.cluster_defaults(cluster)
+    if key == CLUSTER_DEFAULT and topic_configs.cluster_defaults(after) != before:
+        runtime.topics().cluster_defaults_changed(before)  # reads every topic: only when due
 
 
-def _listed(current: str, value: str, op: int) -> str:
+def listed(current: str, value: str, *, append: bool) -> str:
+    """A list config's value after Kafka's APPEND (the values not in it yet, at its end) or
+    SUBTRACT (the values given taken out) of ``value``."""
     have = [v.strip() for v in current.split(",") if v.strip()]
     given = [v.strip() for v in value.split(",") if v.strip()]
-    if op == APPEND:
+    if append:
         return ",".join(have + [v for v in given if v not in have])
     return ",".join(v for v in have if v not in given)

@@ -203,11 +203,7 @@ def _operated(topic: Topic, key: str, op: int, value: str | None) -> str | None:
         raise topic_configs.InvalidConfigError(
             f"Config value append/subtract is not allowed for config key {key}: it is not a list"
         )
-    current = [v for v in topic.config(key).split(",") if v]
-    given = [v.strip() for v in value.split(",") if v.strip()]
-    if op == APPEND:
-        return ",".join(current + [v for v in given if v not in current])
-    return ",".join(v for v in current if v not in given)
+    return broker_configs.listed(topic.config(key), value, append=op == APPEND)
 
 
 def _alter(
