@@ -7,6 +7,7 @@ Kafka's own distribution are on the classpath (the file connectors, MirrorMaker 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import tempfile
 import time
@@ -139,3 +140,4 @@ class ConnectWorker:
 
     def stop(self) -> None:
         stop_group(self.process, grace_s=30)
+        shutil.rmtree(self.scratch, ignore_errors=True)

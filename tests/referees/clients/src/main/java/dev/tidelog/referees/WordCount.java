@@ -1,9 +1,11 @@
 package dev.tidelog.referees;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -12,6 +14,7 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.Function;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -129,7 +132,8 @@ public final class WordCount {
     props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2);
     props.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 2);
-    props.put(StreamsConfig.STATE_DIR_CONFIG, Files.createTempDirectory("wordcount-").toString());
+    Path state = Files.createTempDirectory("wordcount-");
+    props.put(StreamsConfig.STATE_DIR_CONFIG, state.toString());
     props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.String().getClass());
     props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.String().getClass());
     props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
@@ -140,6 +144,16 @@ public final class WordCount {
           CloseOptions.groupMembershipOperation(CloseOptions.GroupMembershipOperation.LEAVE_GROUP)
               .withTimeout(WAIT));
       return counted;
+    } finally {
+      deleteTree(state);
+    }
+  }
+
+  private static void deleteTree(Path root) throws IOException {
+    try (Stream<Path> paths = Files.walk(root)) {
+      for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
+        Files.delete(path);
+      }
     }
   }
 
