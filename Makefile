@@ -12,15 +12,24 @@ PYTEST_ARGS ?=
 # once) and has its own `tidelog dev`.
 TEST_WORKERS ?= 2
 
-.PHONY: run test lint typecheck unit bench chaos openapi clean install install-dev tools referees
+.PHONY: run test test-long lint typecheck unit bench chaos openapi clean install install-dev tools referees
 
 run: $(VENV)/.local  ## install, then serve tidelog on the embedded AWS emulator
 	$(BIN)/tidelog dev --api-port $(API_PORT) --aws-port $(AWS_PORT) --kafka-port $(KAFKA_PORT)
 
-test: $(VENV)/.dev node_modules/.installed tools referees lint typecheck  ## install, lint, type-check, run every test
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS); status=$$?; \
+PYTEST = $(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
+# pytest's exit 5 ("no tests collected") is a failure here: a suite that runs nothing proves nothing.
+NOTHING_RAN = status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests: that is a failure here" >&2; fi; \
 	exit $$status
+
+test: $(VENV)/.dev node_modules/.installed tools referees lint typecheck  ## install, lint, type-check, run the tests but the long ones
+	$(PYTEST) -m "not long" $(PYTEST_ARGS); $(NOTHING_RAN)
+
+# The long tests (tests/conftest.py LONG): Kafka and its Java programs as referees, Spark jobs,
+# the console in Chromium, a minute of faults. CI runs them after `make test`.
+test-long: $(VENV)/.dev node_modules/.installed tools referees  ## install, run the long tests
+	$(PYTEST) -m long $(PYTEST_ARGS); $(NOTHING_RAN)
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .

@@ -27,6 +27,8 @@ from tidelog.errors import InvalidRequestError
 
 FAST = {"session.timeout.ms": 6_000, "heartbeat.interval.ms": 200, "fetch.max.wait.ms": 200}
 """Heartbeats often enough that a rebalance is heard within a fraction of a second."""
+PENDING = 50
+"""Records a background writer leaves unacknowledged at most."""
 
 
 def make_topic(dev, partitions=3, prefix="consumer"):
@@ -212,11 +214,15 @@ def test_a_group_whose_members_come_and_go_processes_every_record_once(dev, stra
     stop_producing = threading.Event()
 
     def keep_producing():
+        # At most PENDING unacknowledged: a writer outrunning the API would grow a backlog
+        # that, on a loaded machine, takes the stack's whole time from the group.
         with Producer({"url": dev.api_url, "linger.ms": 5}) as producer:
             i = 0
             while not stop_producing.is_set():
                 produced.append(producer.produce(topic, f"v{i}", key=f"k{i}"))
                 i += 1
+                if len(produced) >= PENDING:
+                    produced[-PENDING].result(30)
                 time.sleep(0.005)
 
     def settled(*names):

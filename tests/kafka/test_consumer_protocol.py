@@ -128,9 +128,14 @@ class ProcessMember:
 
 
 class Writer(threading.Thread):
-    """Produces until stopped. No callback of its producer refers back to it: a librdkafka
-    handle left in a reference cycle is freed by Python's collector in whatever thread it runs
-    in, and librdkafka aborts the process when that is one of its own."""
+    """Produces until stopped, never more than ``PENDING`` records unacknowledged: a writer
+    that outran the agent would leave a backlog growing for as long as it wrote, and on a
+    loaded machine the agent's whole time would go to it, group requests waiting behind.
+    No callback of its producer refers back to it: a librdkafka handle left in a reference
+    cycle is freed by Python's collector in whatever thread it runs in, and librdkafka aborts
+    the process when that is one of its own."""
+
+    PENDING = 50
 
     def __init__(self, dev, topic) -> None:
         super().__init__(daemon=True)
@@ -145,8 +150,9 @@ class Writer(threading.Thread):
             self.producer.produce(self.topic, key=value, value=value)
             self.sent.append(value)
             i += 1
-            self.producer.poll(0)
-            time.sleep(0.005)
+            self.producer.poll(0.005)
+            while len(self.producer) >= self.PENDING and not self.stopping.is_set():
+                self.producer.poll(0.05)
         self.undelivered = self.producer.flush(120)
 
     def stop(self) -> list[bytes]:

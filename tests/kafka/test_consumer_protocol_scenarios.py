@@ -19,6 +19,7 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupType
 from confluent_kafka.admin import AdminClient
+from tests.functional.test_groups_api import told
 from tests.functional.test_produce_api import call
 from tests.kafka.test_consumer_groups import (
     PARTITIONS,
@@ -65,6 +66,8 @@ def test_classic_and_consumer_members_share_one_group(dev, topic):
         wait_for(lambda: ownership.split("k2"), "k2 owns every partition", 60)
         sent = writer.stop()
         wait_for(lambda: set(sent) <= set(consumed), "every record is consumed", timeout=60)
+    except AssertionError as exc:  # what the members saw, and what the agent logged
+        raise AssertionError(f"{exc}\n{ownership.owned}\n{told(dev, group)}") from exc
     finally:
         writer.stopping.set()
         writer.join(150)
