@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # once) and has its own `tidelog dev`.
 TEST_WORKERS ?= 2
 
-.PHONY: run test test-long lint typecheck unit bench chaos openapi clean install install-dev tools referees
+.PHONY: run test test-long conformance lint typecheck unit bench chaos openapi clean install install-dev tools referees
 
 run: $(VENV)/.local  ## install, then serve tidelog on the embedded AWS emulator
 	$(BIN)/tidelog dev --api-port $(API_PORT) --aws-port $(AWS_PORT) --kafka-port $(KAFKA_PORT)
@@ -30,6 +30,9 @@ test: $(VENV)/.dev node_modules/.installed tools referees lint typecheck  ## ins
 # the console in Chromium, a minute of faults. CI runs them after `make test`.
 test-long: $(VENV)/.dev node_modules/.installed tools referees  ## install, run the long tests
 	$(PYTEST) -m long $(PYTEST_ARGS); $(NOTHING_RAN)
+
+conformance: $(VENV)/.dev referees  ## install, run the conformance suite alone: Kafka, its Java clients, Streams, Connect
+	$(PYTEST) -m long tests/conformance $(PYTEST_ARGS); $(NOTHING_RAN)
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check .
