@@ -39,7 +39,7 @@ def _loopback_only(self: Any, request: Any) -> Any:
 
 botocore.endpoint.Endpoint._send = _loopback_only
 
-from tests.support import devserver  # noqa: E402
+from tests.support import agents, devserver  # noqa: E402
 from tests.support.dynamodb_local import DynamoDBLocal, unavailable  # noqa: E402
 
 from tidelog.local.paths import template_path  # noqa: E402
@@ -58,6 +58,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.path.relative_to(root).as_posix().startswith(LONG):
             item.add_marker(pytest.mark.long)
+
+
+@pytest.fixture(autouse=True)
+def _no_agent_outlives_its_test() -> Iterator[None]:
+    before = agents.running()
+    yield
+    agents.reap(before)
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,23 @@ import time
 from tests.support import devserver
 from tests.support.dynamodb_local import free_port
 
+STOP_S = 15
+
+
+_RUNNING: set[AgentProcess] = set()
+
+
+def running() -> frozenset[AgentProcess]:
+    return frozenset(_RUNNING)
+
+
+def reap(kept: frozenset[AgentProcess]) -> None:
+    """Kill every agent running but those ``kept``: a test that failed midway must not leave
+    its agents in the registry for the tests after it (tests/conftest.py keeps those of wider
+    fixtures, started before the test)."""
+    for agent in _RUNNING - kept:
+        agent.kill()
+
 
 class AgentProcess:
     """A `tidelog agent` subprocess over `tidelog dev`'s stack, found by its name."""
@@ -41,6 +58,7 @@ class AgentProcess:
         ]
         self.env = env
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        _RUNNING.add(self)
         deadline = time.monotonic() + 30
         while "Kafka on" not in output(self.log):
             assert self.process.poll() is None, output(self.log)
@@ -50,9 +68,23 @@ class AgentProcess:
         self.node_id = int(re.search(r"as node (\d+)", output(self.log)).group(1))
 
     def stop(self) -> None:
+        """SIGTERM, as a user stops one: it must leave and exit cleanly within STOP_S."""
         self.process.send_signal(signal.SIGTERM)
-        assert self.process.wait(timeout=15) == 0, output(self.log)
+        try:
+            code = self.process.wait(timeout=STOP_S)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"no exit {STOP_S} s after SIGTERM:\n{output(self.log)}") from None
+        _RUNNING.discard(self)
+        assert code == 0, output(self.log)
         self.scratch.cleanup()
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown; its registry item expires after its session."""
+        _RUNNING.discard(self)
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
 
 
 def output(log) -> str:

@@ -7,6 +7,7 @@ any number of agents may serve one cluster, and the HTTP API reads what the agen
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import functools
 import json
 import logging
@@ -34,6 +35,8 @@ from tidelog.kafka.tls import ServerTls, TlsConfig
 from tidelog.transactions.sweeper import TimeoutSweeper
 
 DEFAULT_PORT = 9092
+STOP_REPORT_S = 10
+"""An agent still stopping this long after SIGTERM prints every thread's stack."""
 
 
 class Agent:
@@ -140,13 +143,16 @@ class Agent:
         return port
 
     def stop(self) -> None:
+        # Out of the registry first, as a Kafka broker's controlled shutdown moves its
+        # leaderships before it closes: every agent's next Metadata answer sends clients
+        # elsewhere, however long what is in flight here takes to end.
+        self.registry.stop()
         self._sweeper.stop()
         for server in self._servers:
             asyncio.run_coroutine_threadsafe(server.stop(), self._loop).result(30)
         self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(timeout=10)
-        self.registry.stop()
 
 
 def run(
@@ -211,6 +217,8 @@ def run(
         )
         stopping.wait()
         print("tidelog agent: stopping", flush=True)
+        # A stop that hangs says where: every thread's stack, once, to stderr.
+        faulthandler.dump_traceback_later(STOP_REPORT_S)
     finally:
         agent.stop()
 
