@@ -14,7 +14,7 @@ from tests.support import devserver
 from tests.support.dynamodb_local import free_port
 
 STOP_S = 15
-
+"""How long an agent may take to exit after SIGTERM (it prints its threads' stacks at 10 s)."""
 
 _RUNNING: set[AgentProcess] = set()
 
