@@ -5,11 +5,8 @@ group, each checked against what the HTTP API reads."""
 from __future__ import annotations
 
 import json
-import queue
 import shutil
 import subprocess
-import threading
-import time
 import uuid
 
 import pytest
@@ -104,34 +101,3 @@ def test_kcat_past_the_end_resets_to_the_earliest_offset(dev, topic):
         "-c", "5", "-f", "%o %s\n",
     )  # fmt: skip
     assert read.stdout.splitlines() == [f"{i} r{i}" for i in range(5)]
-
-
-def test_a_kcat_group_reads_its_topic_deleted_and_created_again(dev):
-    # The group keeps its assignment while the deleted topic is gone (GONE_GRACE_MS) and
-    # rebalances once it is back in its new shape. Rebalanced while it was gone, librdkafka 2.0
-    # joined without the topic and asked for metadata again only 5 minutes later: it never read
-    # the new topic.
-    name = f"kcat-{uuid.uuid4().hex[:8]}"
-    assert call(dev, "POST", "/v1/topics", {"name": name, "partitions": 3})[0] == 201
-    kcat(dev, "-P", "-t", name, "-p", "0", stdin="before\n")
-    settings = ["-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=200"]
-    reader = subprocess.Popen(
-        ["kcat", "-b", dev.bootstrap, "-G", name, *settings, "-o", "beginning", "-u", "-q",
-         "-f", "%s\n", name],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
-    lines: queue.Queue[str] = queue.Queue()
-    output = reader.stdout
-    assert output is not None
-    threading.Thread(target=lambda: [lines.put(line) for line in output], daemon=True).start()
-    try:
-        assert lines.get(timeout=30) == "before\n"
-        assert call(dev, "DELETE", f"/v1/topics/{name}")[0] == 200
-        time.sleep(2)  # heartbeats while it is gone; the consumer's fetches find it unknown
-        assert call(dev, "POST", "/v1/topics", {"name": name, "partitions": 2})[0] == 201
-        # To a partition both shapes have: a producer's first metadata may still show the old.
-        kcat(dev, "-P", "-t", name, "-p", "0", stdin="after\nafter\nafter\n")
-        assert [lines.get(timeout=30) for _ in range(3)] == ["after\n"] * 3
-    finally:
-        reader.kill()
-        reader.wait()
