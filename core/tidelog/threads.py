@@ -28,3 +28,15 @@ def thread(target: Callable[[], object], *, name: str, daemon: bool = True) -> t
     return threading.Thread(
         target=contextvars.copy_context().run, args=(target,), name=name, daemon=daemon
     )
+
+
+SIGNAL_CHECK_S = 0.5
+
+
+def await_signal(stopping: threading.Event) -> None:
+    """Block the main thread until ``stopping`` is set by a signal handler. The wait is timed:
+    a signal the kernel delivers to another thread only marks Python's handler pending, and it
+    runs when the main thread next runs bytecode, which an untimed wait never does (an agent
+    once sat out SIGTERM this way for over an hour)."""
+    while not stopping.wait(SIGNAL_CHECK_S):
+        pass

@@ -215,7 +215,7 @@ def run(
             f"(table {os.environ['TIDELOG_TABLE']}, bucket {os.environ['TIDELOG_BUCKET']})",
             flush=True,
         )
-        stopping.wait()
+        threads.await_signal(stopping)
         print("tidelog agent: stopping", flush=True)
         # A stop that hangs says where: every thread's stack, once, to stderr.
         faulthandler.dump_traceback_later(STOP_REPORT_S)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 from werkzeug.serving import BaseWSGIServer, make_server
 
-from tidelog import __version__, collector, malloc, principals, runtime
+from tidelog import __version__, collector, malloc, principals, runtime, threads
 from tidelog.cluster import describe_cluster
 from tidelog.kafka.agent import Agent
 from tidelog.local import broker as broker_settings
@@ -246,7 +246,7 @@ def run(
         if iam_auth:
             (key,) = local_keys()
             print(f"IAM authorization on: requests must be SigV4-signed by {key}", flush=True)
-        stopping.wait()
+        threads.await_signal(stopping)
         print("tidelog dev: stopping", flush=True)
     finally:
         server.stop()
