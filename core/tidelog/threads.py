@@ -2,7 +2,8 @@
 
 A thread starts in an empty context and a pool's worker runs every task in its own, so context
 variables (:data:`tidelog.principals.acting_for`: whose role a call is made in) would stop at the
-first hand-off. These carry a copy of the creator's, as asyncio's tasks do.
+first hand-off. These carry a copy of the creator's, as asyncio's tasks do. And the main
+thread's wait for the signal that stops a process.
 """
 
 from __future__ import annotations
@@ -31,12 +32,12 @@ def thread(target: Callable[[], object], *, name: str, daemon: bool = True) -> t
 
 
 SIGNAL_CHECK_S = 0.5
+"""How late a pending signal handler runs, at most."""
 
 
 def await_signal(stopping: threading.Event) -> None:
     """Block the main thread until ``stopping`` is set by a signal handler. The wait is timed:
     a signal the kernel delivers to another thread only marks Python's handler pending, and it
-    runs when the main thread next runs bytecode, which an untimed wait never does (an agent
-    once sat out SIGTERM this way for over an hour)."""
+    runs when the main thread next runs bytecode, which an untimed wait never does."""
     while not stopping.wait(SIGNAL_CHECK_S):
         pass
