@@ -26,12 +26,12 @@ NOTHING_RAN = status=$$?; \
 test: $(VENV)/.dev node_modules/.installed tools referees lint typecheck  ## install, lint, type-check, run the tests but the long ones
 	$(PYTEST) -m "not long" $(PYTEST_ARGS); $(NOTHING_RAN)
 
-# The long tests (tests/conftest.py LONG): Kafka and its Java programs as referees, Spark jobs,
-# the console in Chromium, a minute of faults. CI runs them after `make test`.
+# The long tests (tests/conftest.py LONG): Kafka, its Java programs and franz-go as referees,
+# Spark jobs, the console in Chromium, a minute of faults. CI runs them after `make test`.
 test-long: $(VENV)/.dev node_modules/.installed tools referees  ## install, run the long tests
 	$(PYTEST) -m long $(PYTEST_ARGS); $(NOTHING_RAN)
 
-conformance: $(VENV)/.dev referees  ## install, run the conformance suite alone: Kafka, its Java clients, Streams, Connect
+conformance: $(VENV)/.dev referees  ## install, run the conformance suite alone: Kafka, its Java clients, Streams, Connect, franz-go
 	$(PYTEST) -m long tests/conformance $(PYTEST_ARGS); $(NOTHING_RAN)
 
 lint: $(VENV)/.dev
@@ -100,7 +100,8 @@ tools:
 # Kafka's own Java clients, Kafka Streams and Kafka Connect with the small programs driving them
 # (clients/), resolved by Maven from Maven Central (cached in ~/.m2) into .referees/. The
 # conformance suite uses them (docs/kafka.md); without Java or Maven its tests say why they skip.
-REFEREES := .referees/kafka/.installed .referees/clients/.installed
+# And franz-go's own client tests (franz-go/go.mod), compiled by Go from the module proxy.
+REFEREES := .referees/kafka/.installed .referees/clients/.installed .referees/franz-go/kgo.test
 JAVA_CLIENTS := $(wildcard tests/referees/clients/src/main/java/dev/tidelog/referees/*.java)
 referees: $(REFEREES)
 .referees/kafka/.installed: tests/referees/broker/pom.xml
@@ -114,6 +115,12 @@ referees: $(REFEREES)
 			dependency:copy-dependencies -DincludeScope=runtime \
 			-DoutputDirectory=$(CURDIR)/$(@D)/libs && touch $@; \
 	else echo "java or mvn not found: the Java client tests will be skipped"; fi
+.referees/franz-go/kgo.test: tests/referees/franz-go/go.mod tests/referees/franz-go/go.sum
+	@if command -v go >/dev/null 2>&1; then \
+		mkdir -p $(@D) && cd tests/referees/franz-go && \
+			go test -c -o $(CURDIR)/$@ github.com/twmb/franz-go/pkg/kgo && \
+			go list -f '{{.Dir}}' github.com/twmb/franz-go/pkg/kgo > $(CURDIR)/$(@D)/source; \
+	else echo "go not found: franz-go's tests will be skipped"; fi
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis .referees

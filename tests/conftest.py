@@ -47,10 +47,10 @@ from tidelog.local.stack import aws_client  # noqa: E402
 from tidelog.local.template import Template  # noqa: E402
 
 LONG = ("tests/conformance/", "tests/spark/", "tests/browser/", "tests/chaos/")
-"""The long tests (`make test-long`): Kafka itself and its Java programs as referees, Spark
-jobs, the console in a browser, a minute of faults. Each starts processes of its own (a JVM, a
-Spark session, Chromium, three agents), so they take a third of the suite's time for under
-2% of its tests; CI runs them after `make test`."""
+"""The long tests (`make test-long`): Kafka itself, its Java programs and franz-go as referees,
+Spark jobs, the console in a browser, a minute of faults. Each starts processes of its own (a
+JVM, a Go program, a Spark session, Chromium, three agents), so they take a third of the
+suite's time for under 2% of its tests; CI runs them after `make test`."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
