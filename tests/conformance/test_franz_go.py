@@ -2,8 +2,8 @@
 run as its maintainers run them against a cluster (``KGO_SEEDS``): against a real Kafka broker,
 then against a ``tidelog dev`` of their own. Every test that passes against Kafka passes against
 tidelog, but those NOT_ON_TIDELOG names with the reason (docs/testing.md has the same list).
-Those are not run against tidelog; the chained ETL tests among them run there two chains at a
-time (ALONE)."""
+Those are not run against tidelog, whose run takes one test at a time (``-test.parallel 1``):
+the dev stack is one process on a machine of two cores."""
 
 from __future__ import annotations
 
@@ -28,16 +28,12 @@ NOT_ON_TIDELOG = {
     "TestGroupETL": "six chains of three groups, four at a time (some 100 clients, each "
     "producing every record it reads), are more than `tidelog dev` serves on 2 cores: its "
     "storage calls queue behind the emulator's lock, flush commits take seconds, sessions lapse "
-    "and members rejoin without end; two chains at once pass (ALONE)",
+    "and members rejoin without end (docs/testing.md)",
     "TestTxnEtl": "as TestGroupETL, with transactions",
     "TestClient_Produce": "passes, in about 190 s (Kafka: 5 s): 20,000 produces from 50 "
     "goroutines to one partition, each waiting for its ack, through a 5 KB buffer, where each "
     "ack waits for S3 and a DynamoDB commit; too long for the suite",
 }
-ALONE = ("TestGroupETL/range", "TestTxnEtl/range")
-"""Run against tidelog one at a time, each with its two chains (a classic group's and a KIP-848
-group's, `range` assignor): every record consumed once, in order, through three groups that
-members join and leave."""
 OUTCOME = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+)", re.MULTILINE)
 
 
@@ -49,8 +45,8 @@ def tidelog() -> Iterator[devserver.DevProcess]:
     started.stop()
 
 
-def run(bootstrap: str, *args: str) -> dict[str, str]:
-    """Each test's and subtest's outcome against ``bootstrap``."""
+def run(bootstrap: str, *args: str) -> tuple[dict[str, str], str]:
+    """Each test's and subtest's outcome against ``bootstrap``, and what the failures said."""
     env = {
         **os.environ,
         "KGO_SEEDS": bootstrap,
@@ -69,7 +65,8 @@ def run(bootstrap: str, *args: str) -> dict[str, str]:
     )
     found = {name: outcome for outcome, name in OUTCOME.findall(done.stdout)}
     assert found, f"no test ran against {bootstrap}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
-    return found
+    said = [line for line in done.stdout.splitlines() if "_test.go:" in line or "--- FAIL" in line]
+    return found, "\n".join(said[-60:])
 
 
 def skipping(names: Sequence[str]) -> str:
@@ -79,9 +76,11 @@ def skipping(names: Sequence[str]) -> str:
 def test_franz_gos_suite_passes_on_tidelog_where_it_passes_on_kafka(broker, tidelog):
     if not SOURCE.exists():
         pytest.skip(f"{BINARY} is not built: `make referees` builds it where Go is installed")
-    on_kafka = run(broker.bootstrap, "-test.skip", skipping(NOT_SERVED))
-    on_tidelog = run(
+    on_kafka, _ = run(broker.bootstrap, "-test.skip", skipping(NOT_SERVED))
+    on_tidelog, said = run(
         tidelog.bootstrap,
+        "-test.parallel",
+        "1",
         "-test.skip",
         skipping([*NOT_SERVED, *(f"^{name}$" for name in NOT_ON_TIDELOG)]),
     )
@@ -93,7 +92,7 @@ def test_franz_gos_suite_passes_on_tidelog_where_it_passes_on_kafka(broker, tide
         if on_tidelog.get(name) != "PASS" and name.split("/")[0] not in listed
     ]
     assert not failed, (
-        f"pass against Kafka, not against tidelog: {failed}\n{tidelog.output()[-5000:]}"
+        f"pass against Kafka, not against tidelog: {failed}\n{said}\n{tidelog.output()[-5000:]}"
     )
     assert all(name in passed for name in listed), "a listed test no longer passes on Kafka"
     print(  # the figures docs/testing.md gives
@@ -101,14 +100,3 @@ def test_franz_gos_suite_passes_on_tidelog_where_it_passes_on_kafka(broker, tide
         f"{sum(o == 'PASS' for o in on_tidelog.values())} of {len(on_tidelog)} run against "
         "tidelog pass"
     )
-
-
-@pytest.mark.parametrize("chain", ALONE)
-def test_two_chains_of_groups_alone_consume_every_record_once(chain, tidelog):
-    if not SOURCE.exists():
-        pytest.skip(f"{BINARY} is not built: `make referees` builds it where Go is installed")
-    test, subtest = chain.split("/")
-    outcomes = run(tidelog.bootstrap, "-test.run", f"^{test}$/^{subtest}$")
-    chains = {name: outcome for name, outcome in outcomes.items() if name.startswith(chain)}
-    assert set(chains) == {chain, f"{chain}/848"}, outcomes
-    assert set(chains.values()) == {"PASS"}, f"{outcomes}\n{tidelog.output()[-5000:]}"
